@@ -1,0 +1,1 @@
+"""The device layer: observations, actions, UI trees, devices and the episode env."""

@@ -1,0 +1,374 @@
+"""A small Android shell for the simulated phone: the commands ADB clients send, answered
+the way a real device answers them (same output formats, same exit codes).
+
+Besides the stock commands, `cmd coadapt ...` exposes what tasks need on simulated apps:
+`cmd coadapt state get PKG` prints the app's state as JSON, `cmd coadapt state put PKG FILE`
+loads it from a file, `cmd coadapt reset [SEED]` resets the device.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+from typing import TYPE_CHECKING, Callable
+
+from ..device import KEY_NAMES
+from ..errors import AppError, CoadaptError
+
+if TYPE_CHECKING:
+    from .device import SimDevice
+
+ANDROID_RELEASE = "14"
+ANDROID_SDK = "34"
+_KEYCODES = {code: name for name, code in KEY_NAMES.items()}
+_KEYCODES.update({f"KEYCODE_{name.upper()}": name for name in KEY_NAMES})
+_KEYCODES.update({"KEYCODE_DEL": "delete", "KEYCODE_APP_SWITCH": "recents", "KEYCODE_MOVE_END": "move_end"})
+
+
+def _props(dev: "SimDevice") -> dict[str, str]:
+    return {
+        "ro.build.version.release": ANDROID_RELEASE,
+        "ro.build.version.sdk": ANDROID_SDK,
+        "ro.product.model": "coadapt-sim",
+        "ro.product.manufacturer": "coadapt",
+        "ro.product.name": "sim",
+        "ro.product.device": "sim",
+        "ro.product.cpu.abi": "x86_64",
+        "ro.serialno": dev.serial,
+        "ro.sf.lcd_density": str(round(dev.density * 160)),
+        "sys.boot_completed": "1",
+        "init.svc.bootanim": "stopped",
+        "ro.kernel.qemu": "1",
+    }
+
+
+def _input_text_arg(arg: str) -> str:
+    # `input text` takes %s for a space; adbutils and AndroidWorld send it that way.
+    return arg.replace("%s", " ")
+
+
+def run_shell(dev: "SimDevice", cmdline: str) -> tuple[bytes, int]:
+    """Run one command line; returns (output, exit code). Supports `;`, `&&` and a trailing
+    `| grep WORD` filter, which is what clients chain."""
+    out = io.BytesIO()
+    code = 0
+    for part, op in _split(cmdline):
+        if op == "&&" and code != 0:
+            continue
+        pipe = part.split("|")
+        data, code = _run_one(dev, pipe[0].strip())
+        for filt in pipe[1:]:
+            data, code = _filter(data, filt.strip())
+        out.write(data)
+    return out.getvalue(), code
+
+
+def _split(cmdline: str) -> list[tuple[str, str]]:
+    parts: list[tuple[str, str]] = []
+    op = ";"
+    buf = ""
+    i = 0
+    quote = ""
+    while i < len(cmdline):
+        ch = cmdline[i]
+        if quote:
+            if ch == quote:
+                quote = ""
+            buf += ch
+        elif ch in "'\"":
+            quote = ch
+            buf += ch
+        elif cmdline.startswith("&&", i):
+            parts.append((buf, op))
+            buf, op = "", "&&"
+            i += 1
+        elif ch == ";":
+            parts.append((buf, op))
+            buf, op = "", ";"
+        else:
+            buf += ch
+        i += 1
+    parts.append((buf, op))
+    return [(p.strip(), o) for p, o in parts if p.strip()]
+
+
+def _filter(data: bytes, filt: str) -> tuple[bytes, int]:
+    try:
+        argv = shlex.split(filt)
+    except ValueError:
+        return b"", 2
+    if argv and argv[0] == "grep":
+        flags = [a for a in argv[1:] if a.startswith("-")]
+        words = [a for a in argv[1:] if not a.startswith("-")]
+        if not words:
+            return b"", 2
+        pat = words[0]
+        ignore = "-i" in flags
+        lines = [ln for ln in data.decode(errors="replace").splitlines(True)
+                 if (pat.lower() in ln.lower() if ignore else pat in ln)]
+        return "".join(lines).encode(), 0 if lines else 1
+    if argv and argv[0] in ("cat", "tr", "head"):
+        return data, 0
+    return f"/system/bin/sh: {argv[0] if argv else ''}: inaccessible or not found\n".encode(), 127
+
+
+def _run_one(dev: "SimDevice", cmd: str) -> tuple[bytes, int]:
+    try:
+        argv = shlex.split(cmd)
+    except ValueError as e:
+        return f"/system/bin/sh: syntax error: {e}\n".encode(), 2
+    if not argv:
+        return b"", 0
+    handler = _COMMANDS.get(argv[0])
+    if handler is None:
+        return f"/system/bin/sh: {argv[0]}: inaccessible or not found\n".encode(), 127
+    try:
+        return handler(dev, argv[1:])
+    except CoadaptError as e:
+        return f"Error: {e}\n".encode(), 1
+
+
+def _echo(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    return (" ".join(args) + "\n").encode(), 0
+
+
+def _getprop(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    props = _props(dev)
+    if args:
+        return (props.get(args[0], "") + "\n").encode(), 0
+    return "".join(f"[{k}]: [{v}]\n" for k, v in sorted(props.items())).encode(), 0
+
+
+def _wm(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    if args[:1] == ["size"]:
+        return f"Physical size: {dev.width}x{dev.height}\n".encode(), 0
+    if args[:1] == ["density"]:
+        return f"Physical density: {round(dev.density * 160)}\n".encode(), 0
+    return b"usage: wm [size|density]\n", 1
+
+
+def _input(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    if args and args[0] in ("touchscreen", "keyboard", "mouse", "trackball"):
+        args = args[1:]
+    if not args:
+        return b"Usage: input [<source>] <command> [<arg>...]\n", 1
+    cmd, rest = args[0], args[1:]
+    try:
+        if cmd == "tap" and len(rest) == 2:
+            dev.tap(round(float(rest[0])), round(float(rest[1])))
+        elif cmd in ("swipe", "draganddrop") and len(rest) in (4, 5):
+            x1, y1, x2, y2 = (round(float(v)) for v in rest[:4])
+            dev.swipe(x1, y1, x2, y2, int(rest[4]) if len(rest) == 5 else 300)
+        elif cmd == "longpress" and len(rest) == 2:
+            dev.long_press(round(float(rest[0])), round(float(rest[1])))
+        elif cmd == "text" and rest:
+            dev.input_text(_input_text_arg(" ".join(rest)))
+        elif cmd == "keyevent" and rest:
+            for code in rest:
+                if code == "--longpress":
+                    continue
+                name = _KEYCODES.get(int(code) if code.isdigit() else code)
+                if name is None:
+                    continue  # real devices ignore keys with no effect here
+                dev.key(name)
+        else:
+            return f"Error: bad arguments for input {cmd}\n".encode(), 1
+    except ValueError:
+        return f"Error: bad arguments for input {cmd}\n".encode(), 1
+    return b"", 0
+
+
+def _package_of_component(comp: str) -> str:
+    return comp.split("/", 1)[0]
+
+
+def _am(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    if not args:
+        return b"usage: am [start|force-stop|broadcast]\n", 1
+    if args[0] in ("start", "start-activity"):
+        pkg = None
+        it = iter(args[1:])
+        for a in it:
+            if a == "-n":
+                pkg = _package_of_component(next(it, ""))
+            elif a in ("-a", "-c", "-d", "-t", "-f", "--user", "-e", "--es"):
+                nxt = next(it, "")
+                if a in ("-e", "--es"):
+                    next(it, "")
+                _ = nxt
+            elif a.startswith("-"):
+                continue
+            elif "/" in a:
+                pkg = _package_of_component(a)
+            elif "." in a:
+                pkg = a
+        if pkg is None:
+            return b"Error: no component given\n", 1
+        try:
+            dev.launch(pkg)
+        except AppError:
+            return (f"Starting: Intent {{ cmp={pkg} }}\nError type 3\n"
+                    f"Error: Activity class {{{pkg}/{pkg}.MainActivity}} does not exist.\n").encode(), 1
+        return f"Starting: Intent {{ cmp={pkg}/.MainActivity }}\n".encode(), 0
+    if args[0] == "force-stop" and len(args) > 1:
+        if dev.current_package() == args[1]:
+            dev.key("home")
+        return b"", 0
+    return f"Error: unknown am command {args[0]}\n".encode(), 1
+
+
+def _monkey(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    if "-p" not in args:
+        return b"** Error: monkey needs -p PACKAGE here\n", 1
+    pkg = args[args.index("-p") + 1]
+    try:
+        dev.launch(pkg)
+    except AppError:
+        return b"** No activities found to run, monkey aborted.\n", 252
+    return b"Events injected: 1\n## Network stats: elapsed time=10ms (0ms mobile, 0ms wifi, 10ms not connected)\n", 0
+
+
+def _window_line(dev: "SimDevice") -> str:
+    pkg = dev.current_package()
+    act = f"{pkg}/{pkg}.MainActivity" if pkg.startswith("com.example") else f"{pkg}/.Main"
+    return act
+
+
+def _dumpsys(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    act = _window_line(dev)
+    if args[:1] == ["window"]:
+        text = (f"WINDOW MANAGER WINDOWS (dumpsys window windows)\n"
+                f"  mCurrentFocus=Window{{5e1a2b3 u0 {act}}}\n"
+                f"  mFocusedApp=ActivityRecord{{7c2d4e5 u0 {act} t12}}\n")
+        return text.encode(), 0
+    if args[:1] == ["activity"]:
+        return (f"  mResumedActivity: ActivityRecord{{7c2d4e5 u0 {act} t12}}\n"
+                f"  ResumedActivity: ActivityRecord{{7c2d4e5 u0 {act} t12}}\n").encode(), 0
+    if args[:1] == ["display"]:
+        return f"  mBaseDisplayInfo=DisplayInfo{{\"Built-in Screen\", real {dev.width} x {dev.height}, rotation 0}}\n".encode(), 0
+    return b"", 0
+
+
+def _pm(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    if args[:2] == ["list", "packages"]:
+        pkgs = [a.package for a in dev.apps]
+        if "-3" not in args:
+            pkgs = ["android", "com.android.systemui", "com.android.launcher3", "com.android.settings", *pkgs]
+        filt = [a for a in args[2:] if not a.startswith("-")]
+        if filt:
+            pkgs = [p for p in pkgs if filt[0] in p]
+        return "".join(f"package:{p}\n" for p in sorted(pkgs)).encode(), 0
+    if args[:1] == ["clear"] and len(args) > 1:
+        dev.app(args[-1]).reset()
+        return b"Success\n", 0
+    if args[:1] == ["path"] and len(args) > 1:
+        dev.app(args[1])
+        return f"package:/data/app/{args[1]}/base.apk\n".encode(), 0
+    return f"Error: unknown pm command {' '.join(args)}\n".encode(), 1
+
+
+def _settings(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    store = dev.settings
+    if len(args) >= 3 and args[0] == "get":
+        return (store.get((args[1], args[2]), "null") + "\n").encode(), 0
+    if len(args) >= 4 and args[0] == "put":
+        store[(args[1], args[2])] = args[3]
+        return b"", 0
+    return b"usage: settings [get|put] NAMESPACE KEY [VALUE]\n", 1
+
+
+def _uiautomator(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    if not args or args[0] != "dump":
+        return b"Usage: uiautomator dump [--compressed] [FILE]\n", 1
+    paths = [a for a in args[1:] if not a.startswith("--")]
+    path = paths[0] if paths else "/sdcard/window_dump.xml"
+    xml = dev.dump_xml("stock").encode()
+    if path == "/dev/tty":
+        return xml + b"UI hierchary dumped to: /dev/tty\n", 0
+    dev.files[path] = xml
+    return f"UI hierchary dumped to: {path}\n".encode(), 0
+
+
+def _screencap(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    buf = io.BytesIO()
+    dev.screenshot().save(buf, format="PNG", compress_level=1)
+    data = buf.getvalue()
+    paths = [a for a in args if not a.startswith("-")]
+    if paths:
+        dev.files[paths[0]] = data
+        return b"", 0
+    return data, 0
+
+
+def _cat(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    out = b""
+    for p in args:
+        if p not in dev.files:
+            return out + f"cat: {p}: No such file or directory\n".encode(), 1
+        out += dev.files[p]
+    return out, 0
+
+
+def _rm(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    for p in args:
+        if p.startswith("-"):
+            continue
+        dev.files.pop(p, None)
+    return b"", 0
+
+
+def _ls(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    paths = [a for a in args if not a.startswith("-")] or ["/sdcard"]
+    out = []
+    for p in paths:
+        if p in dev.files:
+            out.append(p)
+            continue
+        prefix = p.rstrip("/") + "/"
+        names = sorted({k[len(prefix):].split("/", 1)[0] for k in dev.files if k.startswith(prefix)})
+        if not names and p not in ("/sdcard", "/sdcard/", "/data/local/tmp", "/data/local/tmp/"):
+            return f"ls: {p}: No such file or directory\n".encode(), 1
+        out.extend(names)
+    return "".join(f"{n}\n" for n in out).encode(), 0
+
+
+def _cmd(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    if args[:1] != ["coadapt"]:
+        return f"cmd: Can't find service: {args[0] if args else ''}\n".encode(), 20
+    rest = args[1:]
+    if rest[:2] == ["state", "get"] and len(rest) == 3:
+        return (json.dumps(dev.read_app_state(rest[2]), ensure_ascii=False) + "\n").encode(), 0
+    if rest[:2] == ["state", "put"] and len(rest) == 4:
+        data = dev.files.get(rest[3])
+        if data is None:
+            return f"Error: no file {rest[3]}\n".encode(), 1
+        try:
+            state = json.loads(data)
+        except json.JSONDecodeError as e:
+            return f"Error: {rest[3]} is not JSON: {e}\n".encode(), 1
+        dev.write_app_state(rest[2], state)
+        return b"", 0
+    if rest[:1] == ["reset"]:
+        dev.reset(seed=int(rest[1]) if len(rest) > 1 else None)
+        return b"", 0
+    if rest[:1] == ["wait"] and len(rest) == 2:
+        dev.wait(float(rest[1]))
+        return b"", 0
+    return b"usage: cmd coadapt [state get PKG | state put PKG FILE | reset [SEED] | wait SECONDS]\n", 1
+
+
+def _true(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    return b"", 0
+
+
+def _id(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    return b"uid=2000(shell) gid=2000(shell) groups=2000(shell) context=u:r:shell:s0\n", 0
+
+
+_COMMANDS: dict[str, Callable[["SimDevice", list[str]], tuple[bytes, int]]] = {
+    "echo": _echo, "getprop": _getprop, "wm": _wm, "input": _input, "am": _am, "monkey": _monkey,
+    "dumpsys": _dumpsys, "pm": _pm, "settings": _settings, "uiautomator": _uiautomator,
+    "screencap": _screencap, "cat": _cat, "rm": _rm, "ls": _ls, "cmd": _cmd, "true": _true, "id": _id,
+    "sleep": _true, "mkdir": _true, "chmod": _true,
+}

@@ -1,0 +1,1 @@
+"""Device pools: real emulators and virtual devices served over the ADB protocol."""

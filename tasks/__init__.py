@@ -1,0 +1,1 @@
+"""AndroidWorld-style task templates and suites."""
