@@ -1,0 +1,1 @@
+"""The VLM policy: model loading, prompts, action parsing, generation."""
