@@ -359,9 +359,11 @@ def element_attrs(e: UiElement, dialect: XmlDialect) -> str:
     if dialect == "u2":
         parts.append(f'visible-to-user="{_b(e.visible)}"')
     parts.append(f'bounds="{e.bounds}"')
-    if dialect == "u2":
+    # Newer Android's stock dumps also carry drawing-order and hint; keep them when known.
+    if dialect == "u2" or e.drawing_order is not None:
         parts.append(f'drawing-order="{e.drawing_order or 0}"')
         parts.append(f"hint={quoteattr(e.hint)}")
+    if dialect == "u2":
         parts.append(f'display-id="{e.display_id or 0}"')
     if e.naf:
         parts.append('NAF="true"')

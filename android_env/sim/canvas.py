@@ -31,7 +31,7 @@ HINT: RGB = (140, 138, 146)
 DIVIDER: RGB = (224, 222, 228)
 SURFACE: RGB = (255, 251, 254)
 SURFACE_2: RGB = (243, 237, 247)
-SCRIM: RGB = (120, 118, 125)
+SCRIM: RGB = (0, 0, 0)
 DISABLED: RGB = (190, 188, 194)
 ERROR: RGB = (179, 38, 30)
 
@@ -113,8 +113,8 @@ def wrap(text: str, size_px: int, max_width: int, weight: str = "regular") -> tu
 class Canvas:
     """An RGB image drawn in absolute screen pixels, optionally a clipped window onto the screen.
 
-    A sub-canvas (`sub`) covers a rectangle of the screen; drawing outside it is cut off, and
-    `paste_into` puts it back. That is how scrolling lists clip their rows.
+    A region canvas (`region`) covers a rectangle of the screen; drawing outside it is cut off,
+    and `paste_into` puts it back. That is how scrolling lists clip their rows.
     """
 
     def __init__(self, width: int, height: int, density: float, bg: RGB = WHITE, origin: tuple[int, int] = (0, 0)):
@@ -126,9 +126,16 @@ class Canvas:
     def dp(self, v: float) -> int:
         return round(v * self.density)
 
-    def sub(self, box: tuple[int, int, int, int], bg: RGB) -> "Canvas":
+    def region(self, box: tuple[int, int, int, int]) -> "Canvas":
+        """A canvas over `box` (screen pixels) holding what is drawn there so far; drawing on it
+        is cut off at its edges, and `paste_into` puts it back."""
         l, t, r, b = box
-        return Canvas(r - l, b - t, self.density, bg, origin=(l, t))
+        sub = Canvas.__new__(Canvas)
+        sub.image = self.image.crop((l - self.ox, t - self.oy, r - self.ox, b - self.oy))
+        sub.draw = ImageDraw.Draw(sub.image)
+        sub.density = self.density
+        sub.ox, sub.oy = l, t
+        return sub
 
     def paste_into(self, parent: "Canvas") -> None:
         parent.image.paste(self.image, (self.ox - parent.ox, self.oy - parent.oy))
@@ -377,7 +384,9 @@ def _filter(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
 
 
 def _wifi(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
-    c.draw.pieslice(c._box((x - r, y - r * 0.6, x + r, y + r * 1.4)), 225, 315, fill=col)
+    for k in (0.35, 0.65, 0.95):
+        c.arc((x - r * k, y + r * 0.5 - r * k, x + r * k, y + r * 0.5 + r * k), 225, 315, col, w)
+    c.circle(x, y + r * 0.45, max(1.5, r * 0.12), fill=col)
 
 
 def _battery(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
@@ -391,6 +400,11 @@ def _signal(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
 
 def _home(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
     c.circle(x, y, r * 0.75, outline=col, width=w)
+
+
+def _house(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
+    c.polygon([(x, y - r * 0.8), (x + r * 0.8, y - r * 0.05), (x - r * 0.8, y - r * 0.05)], col)
+    c.rect((x - r * 0.55, y - r * 0.1, x + r * 0.55, y + r * 0.75), fill=col)
 
 
 def _nav_back(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
@@ -482,7 +496,7 @@ ICONS: dict[str, IconPainter] = {
     "calendar": _calendar, "alarm": _alarm, "timer": _timer, "message": _message, "send": _send,
     "folder": _folder, "file": _file, "cart": _cart, "music": _music, "play": _play, "pause": _pause,
     "share": _share, "sort": _sort, "filter": _filter, "wifi": _wifi, "battery": _battery,
-    "signal": _signal, "nav_home": _home, "nav_back": _nav_back, "nav_recents": _recents,
+    "signal": _signal, "nav_home": _home, "home": _house, "nav_back": _nav_back, "nav_recents": _recents,
     "info": _info, "bluetooth": _bluetooth, "airplane": _airplane, "brightness": _brightness,
     "dark_mode": _moon, "image": _image, "label": _label, "note": _note, "list": _list,
     "phone": _phone, "money": _money, "recipe": _recipe, "undo": _undo, "download": _download,

@@ -114,21 +114,32 @@ class Window:
 # --------------------------------------------------------------------------- painting
 
 
-def paint(node: Node, canvas: Canvas) -> None:
-    """Paint a node and its children; scroll containers clip their children to their box."""
+def paint(node: Node, canvas: Canvas, clip: Box | None = None) -> None:
+    """Paint a node and its children. Scroll containers clip their children to their box;
+    only what straddles the clip edge is drawn through a small cropped canvas."""
+    box = node.box
+    if clip is not None:
+        if not _overlaps(box, clip):
+            return
+        if _covers(clip, box):
+            clip = None
     if node.paint is not None:
-        node.paint(canvas)
-    if not node.children:
-        return
-    if node.clip_bg is not None:
-        sub = canvas.sub(node.box, node.clip_bg)
+        if clip is None:
+            node.paint(canvas)
+        else:
+            sub = canvas.region(_intersect(box, clip))
+            node.paint(sub)
+            sub.paste_into(canvas)
+    if node.children:
+        child_clip = clip
+        if node.clip_bg is not None:
+            child_clip = box if clip is None else _intersect(box, clip)
         for child in node.children:
-            if _overlaps(child.box, node.box):
-                paint(child, sub)
-        sub.paste_into(canvas)
-    else:
-        for child in node.children:
-            paint(child, canvas)
+            paint(child, canvas, child_clip)
+
+
+def _covers(outer: Box, inner: Box) -> bool:
+    return outer[0] <= inner[0] and outer[1] <= inner[1] and inner[2] <= outer[2] and inner[3] <= outer[3]
 
 
 def _overlaps(a: Box, b: Box) -> bool:

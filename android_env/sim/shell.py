@@ -3,18 +3,27 @@ the way a real device answers them (same output formats, same exit codes).
 
 Besides the stock commands, `cmd coadapt ...` exposes what tasks need on simulated apps:
 `cmd coadapt state get PKG` prints the app's state as JSON, `cmd coadapt state put PKG FILE`
-loads it from a file, `cmd coadapt reset [SEED]` resets the device.
+loads it from a file, `cmd coadapt reset [SEED]` resets the device (keeping /data/local/tmp, as a real reset would).
+
+The interpreter also understands what clients chain around commands: `;`, `&&`, `||`, `$?`,
+quote-aware pipes into grep/head/cat, and `>`/`2>` redirections. A device object may offer
+two optional attributes that virtual devices use for fault injection: `extra_props` (getprop
+overrides, e.g. an unfinished boot) and `focused_window_title` (the title `dumpsys window`
+shows for a system dialog such as "Application Not Responding: PKG").
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import json
+import re
 import shlex
 from typing import TYPE_CHECKING, Callable
 
 from ..device import KEY_NAMES
-from ..errors import AppError, CoadaptError
+from ..errors import AppError, CoadaptError, UiTreeError
 
 if TYPE_CHECKING:
     from .device import SimDevice
@@ -26,7 +35,21 @@ _KEYCODES.update({f"KEYCODE_{name.upper()}": name for name in KEY_NAMES})
 _KEYCODES.update({"KEYCODE_DEL": "delete", "KEYCODE_APP_SWITCH": "recents", "KEYCODE_MOVE_END": "move_end"})
 
 
+ADB_KEYBOARD_IME = "com.android.adbkeyboard/.AdbIME"
+"""ADBKeyboard (senzhk/ADBKeyBoard): the IME agents install to type non-ASCII text through
+`am broadcast -a ADB_INPUT_B64 --es msg BASE64`; the simulated phone has it installed."""
+LATIN_IME = "com.android.inputmethod.latin/.LatinIME"
+TOOLS_DIR = "/data/local/tmp/"
+"""Files under here (pushed tools such as u2.jar) survive `cmd coadapt reset`."""
+
+
 def _props(dev: "SimDevice") -> dict[str, str]:
+    props = _base_props(dev)
+    props.update(getattr(dev, "extra_props", None) or {})
+    return props
+
+
+def _base_props(dev: "SimDevice") -> dict[str, str]:
     return {
         "ro.build.version.release": ANDROID_RELEASE,
         "ro.build.version.sdk": ANDROID_SDK,
@@ -43,20 +66,25 @@ def _props(dev: "SimDevice") -> dict[str, str]:
     }
 
 
+LONG_PRESS_MS = 400
+"""A touch held this long without moving is a long press (Android's default timeout)."""
+
+
 def _input_text_arg(arg: str) -> str:
     # `input text` takes %s for a space; adbutils and AndroidWorld send it that way.
     return arg.replace("%s", " ")
 
 
 def run_shell(dev: "SimDevice", cmdline: str) -> tuple[bytes, int]:
-    """Run one command line; returns (output, exit code). Supports `;`, `&&` and a trailing
-    `| grep WORD` filter, which is what clients chain."""
+    """Run one command line; returns (output, exit code). Supports `;`, `&&`, `||`, `$?`,
+    pipes into grep/head/cat and `>`/`2>` redirections, which is what clients chain."""
     out = io.BytesIO()
     code = 0
     for part, op in _split(cmdline):
-        if op == "&&" and code != 0:
+        if (op == "&&" and code != 0) or (op == "||" and code == 0):
             continue
-        pipe = part.split("|")
+        part = part.replace("$?", str(code))
+        pipe = _split_pipes(part)
         data, code = _run_one(dev, pipe[0].strip())
         for filt in pipe[1:]:
             data, code = _filter(data, filt.strip())
@@ -79,11 +107,11 @@ def _split(cmdline: str) -> list[tuple[str, str]]:
         elif ch in "'\"":
             quote = ch
             buf += ch
-        elif cmdline.startswith("&&", i):
+        elif cmdline.startswith("&&", i) or cmdline.startswith("||", i):
             parts.append((buf, op))
-            buf, op = "", "&&"
+            buf, op = "", cmdline[i : i + 2]
             i += 1
-        elif ch == ";":
+        elif ch in ";\n":
             parts.append((buf, op))
             buf, op = "", ";"
         else:
@@ -93,22 +121,63 @@ def _split(cmdline: str) -> list[tuple[str, str]]:
     return [(p.strip(), o) for p, o in parts if p.strip()]
 
 
+def _split_pipes(part: str) -> list[str]:
+    pieces, buf, quote = [], "", ""
+    for ch in part:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "|":
+            pieces.append(buf)
+            buf = ""
+            continue
+        buf += ch
+    pieces.append(buf)
+    return pieces
+
+
 def _filter(data: bytes, filt: str) -> tuple[bytes, int]:
     try:
         argv = shlex.split(filt)
     except ValueError:
         return b"", 2
-    if argv and argv[0] == "grep":
-        flags = [a for a in argv[1:] if a.startswith("-")]
-        words = [a for a in argv[1:] if not a.startswith("-")]
-        if not words:
+    if argv and argv[0] in ("grep", "egrep"):
+        flags: set[str] = {"-E"} if argv[0] == "egrep" else set()
+        patterns: list[str] = []
+        words: list[str] = []
+        args = iter(argv[1:])
+        for a in args:
+            if a == "-e":
+                patterns.append(next(args, ""))
+            elif a == "-m":
+                next(args, None)
+            elif a.startswith("-") and len(a) > 1:
+                flags.update(f"-{c}" for c in a[1:])
+            else:
+                words.append(a)
+        if not patterns and words:
+            patterns = words[:1]
+        if not patterns:
             return b"", 2
-        pat = words[0]
-        ignore = "-i" in flags
+        re_flags = re.IGNORECASE if "-i" in flags else 0
+        if "-E" in flags:
+            regexes = [re.compile(p, re_flags) for p in patterns]
+        else:
+            regexes = [re.compile(re.escape(p), re_flags) for p in patterns]
+        invert = "-v" in flags
         lines = [ln for ln in data.decode(errors="replace").splitlines(True)
-                 if (pat.lower() in ln.lower() if ignore else pat in ln)]
+                 if any(r.search(ln) for r in regexes) != invert]
         return "".join(lines).encode(), 0 if lines else 1
-    if argv and argv[0] in ("cat", "tr", "head"):
+    if argv and argv[0] == "head":
+        n = 10
+        for i, a in enumerate(argv[1:], 1):
+            if a == "-n" and i + 1 < len(argv):
+                n = int(argv[i + 1])
+            elif a.startswith("-") and a[1:].isdigit():
+                n = int(a[1:])
+        return b"".join(data.splitlines(True)[:n]), 0
+    if argv and argv[0] in ("cat", "tr"):
         return data, 0
     return f"/system/bin/sh: {argv[0] if argv else ''}: inaccessible or not found\n".encode(), 127
 
@@ -118,15 +187,42 @@ def _run_one(dev: "SimDevice", cmd: str) -> tuple[bytes, int]:
         argv = shlex.split(cmd)
     except ValueError as e:
         return f"/system/bin/sh: syntax error: {e}\n".encode(), 2
+    argv, target = _redirections(argv)
+    while argv and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", argv[0]):
+        argv = argv[1:]  # VAR=value prefixes set the command's environment; nothing reads it
     if not argv:
         return b"", 0
     handler = _COMMANDS.get(argv[0])
     if handler is None:
         return f"/system/bin/sh: {argv[0]}: inaccessible or not found\n".encode(), 127
     try:
-        return handler(dev, argv[1:])
+        out, code = handler(dev, argv[1:])
     except CoadaptError as e:
-        return f"Error: {e}\n".encode(), 1
+        out, code = f"Error: {e}\n".encode(), 1
+    if target is None:
+        return out, code
+    if target != "/dev/null":
+        dev.files[target] = out
+    return b"", code
+
+
+def _redirections(argv: list[str]) -> tuple[list[str], str | None]:
+    """Strip `> F`, `>F`, `>> F`, `2>&1`, `2>/dev/null`; returns (argv, stdout target)."""
+    kept: list[str] = []
+    target: str | None = None
+    it = iter(argv)
+    for a in it:
+        if a in ("2>&1", "1>&2") or a.startswith("2>"):
+            if a == "2>":
+                next(it, None)
+            continue
+        if a in (">", ">>", "1>"):
+            target = next(it, "/dev/null")
+        elif a.startswith((">>", ">", "1>")):
+            target = a.lstrip("1>")
+        else:
+            kept.append(a)
+    return kept, target
 
 
 def _echo(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
@@ -159,7 +255,12 @@ def _input(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
             dev.tap(round(float(rest[0])), round(float(rest[1])))
         elif cmd in ("swipe", "draganddrop") and len(rest) in (4, 5):
             x1, y1, x2, y2 = (round(float(v)) for v in rest[:4])
-            dev.swipe(x1, y1, x2, y2, int(rest[4]) if len(rest) == 5 else 300)
+            ms = int(rest[4]) if len(rest) == 5 else 300
+            slop = 8 * dev.density  # Android's touch slop: closer than this is not a move
+            if abs(x2 - x1) < slop and abs(y2 - y1) < slop and ms >= LONG_PRESS_MS:
+                dev.long_press(x1, y1, ms)  # `input swipe x y x y 1000` is the long-press idiom
+            else:
+                dev.swipe(x1, y1, x2, y2, ms)
         elif cmd == "longpress" and len(rest) == 2:
             dev.long_press(round(float(rest[0])), round(float(rest[1])))
         elif cmd == "text" and rest:
@@ -211,11 +312,98 @@ def _am(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
             return (f"Starting: Intent {{ cmp={pkg} }}\nError type 3\n"
                     f"Error: Activity class {{{pkg}/{pkg}.MainActivity}} does not exist.\n").encode(), 1
         return f"Starting: Intent {{ cmp={pkg}/.MainActivity }}\n".encode(), 0
+    if args[0] == "broadcast":
+        return _broadcast(dev, args[1:])
     if args[0] == "force-stop" and len(args) > 1:
         if dev.current_package() == args[1]:
             dev.key("home")
         return b"", 0
     return f"Error: unknown am command {args[0]}\n".encode(), 1
+
+
+def _broadcast(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    action = None
+    extras: dict[str, str] = {}
+    it = iter(args)
+    for a in it:
+        if a == "-a":
+            action = next(it, "")
+        elif a in ("--es", "-e", "--ei"):
+            key = next(it, "")
+            extras[key] = next(it, "")
+        elif a in ("-n", "-p", "--user", "-f"):
+            next(it, None)
+    head = f"Broadcasting: Intent {{ act={action} flg=0x400000 }}\n"
+    ime = dev.settings.get(("secure", "default_input_method"), LATIN_IME)
+    if action in ("ADB_INPUT_TEXT", "ADB_INPUT_B64") and ime == ADB_KEYBOARD_IME:
+        msg = extras.get("msg", "")
+        if action == "ADB_INPUT_B64":
+            try:
+                msg = base64.b64decode(msg).decode("utf-8")
+            except ValueError:
+                return (head + "Broadcast completed: result=0\n").encode(), 0
+        dev.input_text(msg)
+        return (head + "Broadcast completed: result=-1\n").encode(), 0
+    if action in ("ADB_INPUT_CODE",) and ime == ADB_KEYBOARD_IME:
+        code = extras.get("code", "")
+        name = _KEYCODES.get(int(code) if code.isdigit() else code)
+        if name is not None:
+            dev.key(name)
+        return (head + "Broadcast completed: result=-1\n").encode(), 0
+    # Nobody listens (e.g. ADBKeyboard is not the current IME): the broadcast just completes.
+    return (head + "Broadcast completed: result=0\n").encode(), 0
+
+
+def _ime(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    installed = [LATIN_IME, ADB_KEYBOARD_IME]
+    enabled = dev.settings.setdefault(("secure", "enabled_input_methods"), LATIN_IME).split(":")
+    if args[:1] == ["list"]:
+        shown = installed if "-a" in args else [i for i in installed if i in enabled]
+        if "-s" in args:
+            return "".join(f"{i}\n" for i in shown).encode(), 0
+        return "".join(f"{i}:\n  mId={i}\n" for i in shown).encode(), 0
+    if args[:1] in (["enable"], ["disable"]) and len(args) > 1:
+        ime = args[-1]
+        if ime not in installed:
+            return f"Unknown input method {ime} cannot be enabled for user #0\n".encode(), 255
+        if args[0] == "enable" and ime not in enabled:
+            enabled.append(ime)
+        elif args[0] == "disable" and ime in enabled:
+            enabled.remove(ime)
+        dev.settings[("secure", "enabled_input_methods")] = ":".join(enabled)
+        return f"Input method {ime}: {'now enabled' if args[0] == 'enable' else 'now disabled'}\n".encode(), 0
+    if args[:1] == ["set"] and len(args) > 1:
+        ime = args[-1]
+        if ime not in enabled:
+            return f"Unknown input method {ime} cannot be selected for user #0\n".encode(), 255
+        dev.settings[("secure", "default_input_method")] = ime
+        return f"Input method {ime} selected for user #0\n".encode(), 0
+    if args[:1] == ["reset"]:
+        dev.settings[("secure", "default_input_method")] = LATIN_IME
+        return b"", 0
+    return b"usage: ime [list|enable|disable|set|reset] ...\n", 1
+
+
+def _md5sum(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    out, code = b"", 0
+    for p in args:
+        if p.startswith("-"):
+            continue
+        if p not in dev.files:
+            out += f"md5sum: {p}: No such file or directory\n".encode()
+            code = 1
+            continue
+        out += f"{hashlib.md5(dev.files[p]).hexdigest()}  {p}\n".encode()
+    return out, code
+
+
+def _toybox(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    if not args:
+        return b"usage: toybox COMMAND [ARGS...]\n", 1
+    handler = _COMMANDS.get(args[0])
+    if handler is None or handler is _toybox:
+        return f"toybox: Unknown command {args[0]}\n".encode(), 1
+    return handler(dev, args[1:])
 
 
 def _monkey(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
@@ -238,8 +426,9 @@ def _window_line(dev: "SimDevice") -> str:
 def _dumpsys(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
     act = _window_line(dev)
     if args[:1] == ["window"]:
+        focus = getattr(dev, "focused_window_title", None) or act
         text = (f"WINDOW MANAGER WINDOWS (dumpsys window windows)\n"
-                f"  mCurrentFocus=Window{{5e1a2b3 u0 {act}}}\n"
+                f"  mCurrentFocus=Window{{5e1a2b3 u0 {focus}}}\n"
                 f"  mFocusedApp=ActivityRecord{{7c2d4e5 u0 {act} t12}}\n")
         return text.encode(), 0
     if args[:1] == ["activity"]:
@@ -283,7 +472,11 @@ def _uiautomator(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
         return b"Usage: uiautomator dump [--compressed] [FILE]\n", 1
     paths = [a for a in args[1:] if not a.startswith("--")]
     path = paths[0] if paths else "/sdcard/window_dump.xml"
-    xml = dev.dump_xml("stock").encode()
+    try:
+        xml = dev.dump_xml("stock").encode()
+    except UiTreeError as e:
+        # Like the real tool: the error goes out, no file is written, the exit code stays 0.
+        return f"ERROR: {e}\n".encode(), 0
     if path == "/dev/tty":
         return xml + b"UI hierchary dumped to: /dev/tty\n", 0
     dev.files[path] = xml
@@ -350,7 +543,9 @@ def _cmd(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
         dev.write_app_state(rest[2], state)
         return b"", 0
     if rest[:1] == ["reset"]:
+        tools = {p: data for p, data in dev.files.items() if p.startswith(TOOLS_DIR)}
         dev.reset(seed=int(rest[1]) if len(rest) > 1 else None)
+        dev.files.update(tools)
         return b"", 0
     if rest[:1] == ["wait"] and len(rest) == 2:
         dev.wait(float(rest[1]))
@@ -371,4 +566,5 @@ _COMMANDS: dict[str, Callable[["SimDevice", list[str]], tuple[bytes, int]]] = {
     "dumpsys": _dumpsys, "pm": _pm, "settings": _settings, "uiautomator": _uiautomator,
     "screencap": _screencap, "cat": _cat, "rm": _rm, "ls": _ls, "cmd": _cmd, "true": _true, "id": _id,
     "sleep": _true, "mkdir": _true, "chmod": _true,
+    "ime": _ime, "md5sum": _md5sum, "toybox": _toybox,
 }
