@@ -1,17 +1,26 @@
-"""Notes (com.example.notes): a seen app. List of notes, a FAB to add, an editor that saves on
-back or with the Save action, search from the toolbar, sorting from the overflow menu."""
+"""Notes (com.example.notes), a seen app: a list of notes, an extended "New note" button, an
+editor with Save and Delete buttons, a Pinned switch and a label dropdown."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from coadapt.android_env.sim.app import SimApp
 from coadapt.android_env.sim.widgets import (
-    EditText, Fab, IconButton, LayoutCtx, ListItem, ListView, MenuItem, Screen, Spinner, Text, Toolbar,
+    Button, ButtonRow, Chip, EditText, Fab, LayoutCtx, ListItem, ListView, Row, Screen, Spinner, Switch, Toolbar,
 )
 
 LABELS = ("Personal", "Work", "Ideas", "Shopping")
+SAMPLE_TITLES = (
+    "Groceries", "Meeting notes", "Gift ideas", "Book list", "Packing list", "Recipe ideas", "Workout plan",
+    "Travel plans", "Project kickoff", "Garden", "Birthday party", "Movie night", "Car service", "Weekend",
+)
+SAMPLE_BODIES = (
+    "milk, eggs, bread", "call the plumber", "ask about the budget", "tent and sleeping bags",
+    "try the new pasta place", "three sets of ten", "water the tomatoes", "book the tickets",
+)
 
 
 @dataclass
@@ -36,6 +45,14 @@ class _Draft:
     title: str = ""
     body: str = ""
     label: str = "Personal"
+    pinned: bool = False
+
+
+def sample_notes(rng: random.Random, n: int, avoid: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """`n` plausible notes with distinct titles (none in `avoid`), as state dicts."""
+    titles = rng.sample([t for t in SAMPLE_TITLES if t not in avoid], n)
+    return [{"id": i + 1, "title": t, "body": rng.choice(SAMPLE_BODIES), "label": rng.choice(LABELS), "pinned": False}
+            for i, t in enumerate(titles)]
 
 
 class NotesApp(SimApp):
@@ -47,7 +64,6 @@ class NotesApp(SimApp):
     def reset_state(self) -> None:
         self.state = NotesState()
         self.draft: _Draft | None = None
-        self.query = ""
 
     def state_dict(self) -> dict[str, Any]:
         return asdict(self.state)
@@ -56,8 +72,8 @@ class NotesApp(SimApp):
         notes = [Note(**n) for n in data.get("notes", [])]
         self.state = NotesState(notes=notes, sort=data.get("sort", "newest"),
                                 next_id=data.get("next_id", max((n.id for n in notes), default=0) + 1))
-        self.home_screen()
         self.draft = None
+        self.home_screen()
 
     # ------------------------------------------------------------------ actions
 
@@ -74,7 +90,7 @@ class NotesApp(SimApp):
         if note is None:
             self.draft = _Draft(None)
         else:
-            self.draft = _Draft(note.id, note.title, note.body, note.label)
+            self.draft = _Draft(note.id, note.title, note.body, note.label, note.pinned)
         self.push("editor")
         if note is None:
             self.focus("title")
@@ -85,12 +101,12 @@ class NotesApp(SimApp):
             return
         if d.note_id is None:
             if d.title.strip() or d.body.strip():
-                self.state.notes.append(Note(self.state.next_id, d.title.strip(), d.body, d.label))
+                self.state.notes.append(Note(self.state.next_id, d.title.strip(), d.body, d.label, d.pinned))
                 self.state.next_id += 1
         else:
             for n in self.state.notes:
                 if n.id == d.note_id:
-                    n.title, n.body, n.label = d.title.strip(), d.body, d.label
+                    n.title, n.body, n.label, n.pinned = d.title.strip(), d.body, d.label, d.pinned
         self.draft = None
         self.pop()
 
@@ -108,19 +124,6 @@ class NotesApp(SimApp):
 
         self.snackbar("Note deleted", "Undo", undo)
 
-    def _start_search(self) -> None:
-        self.query = ""
-        self.push("search")
-        self.focus("query")
-
-    def _toggle_pin(self) -> None:
-        d = self.draft
-        if d is None or d.note_id is None:
-            return
-        for n in self.state.notes:
-            if n.id == d.note_id:
-                n.pinned = not n.pinned
-
     def on_back(self) -> bool:
         if self.route.name == "editor" and not self.route.has_overlay():
             self._save()
@@ -130,38 +133,30 @@ class NotesApp(SimApp):
     # ------------------------------------------------------------------ screens
 
     def build(self, ctx: LayoutCtx) -> Screen:
-        name = self.route.name
-        if name == "editor" and self.draft is not None:
+        if self.route.name == "editor" and self.draft is not None:
             return self._editor()
-        if name == "search":
-            return self._search()
         return self._list()
-
-    def _item(self, n: Note) -> ListItem:
-        preview = n.body.replace("\n", " ")
-        return ListItem(n.title or "(untitled)", preview, on_click=lambda n=n: self._open(n),
-                        icon="star" if n.pinned else "note", meta=n.label, id="note")
 
     def _list(self) -> Screen:
         def sort(mode: str) -> None:
             self.state.sort = mode
 
+        items = [ListItem(n.title or "(untitled)", n.body.replace("\n", " "), on_click=lambda n=n: self._open(n),
+                          icon="star" if n.pinned else "note", meta=n.label, id="note") for n in self._sorted()]
         return Screen(
-            toolbar=Toolbar(
-                "Notes",
-                actions=[IconButton("search", "Search notes", self._start_search, id="search")],
-                menu=[MenuItem("Sort by title", lambda: sort("title"), checked=self.state.sort == "title"),
-                      MenuItem("Sort by newest", lambda: sort("newest"), checked=self.state.sort == "newest")],
-            ),
-            body=[ListView("notes_list", [self._item(n) for n in self._sorted()], empty_text="No notes yet. Tap + to add one.")],
-            fab=Fab("add", "New note", lambda: self._open(None)),
+            toolbar=Toolbar("Notes"),
+            body=[
+                Row([Chip("Newest", self.state.sort == "newest", lambda: sort("newest")),
+                     Chip("A–Z", self.state.sort == "title", lambda: sort("title"))], pad=12),
+                ListView("notes_list", items, empty_text="No notes yet. Tap New note to add one."),
+            ],
+            fab=Fab("add", "New note", lambda: self._open(None), label="New note"),
         )
 
     def _editor(self) -> Screen:
         d = self.draft
         assert d is not None
         existing = d.note_id is not None
-        pinned = existing and any(n.pinned for n in self.state.notes if n.id == d.note_id)
 
         def set_title(v: str) -> None:
             d.title = v
@@ -172,32 +167,19 @@ class NotesApp(SimApp):
         def set_label(v: str) -> None:
             d.label = v
 
-        actions = [IconButton("check", "Save", self._save, id="save")]
+        def set_pinned(v: bool) -> None:
+            d.pinned = v
+
+        buttons = [Button("Save", self._save, id="save")]
         if existing:
-            actions = [IconButton("star" if pinned else "star_border", "Unpin" if pinned else "Pin", self._toggle_pin, id="pin"),
-                       IconButton("delete", "Delete note", self._delete, id="delete"), *actions]
+            buttons.insert(0, Button("Delete", self._delete, kind="outlined", id="delete"))
         return Screen(
-            toolbar=Toolbar("Edit note" if existing else "New note", nav="back", on_nav=self._save, actions=actions),
+            toolbar=Toolbar("Edit note" if existing else "New note", nav="back", on_nav=self._save),
             body=[
                 EditText("title", d.title, set_title, hint="Title", label="Title"),
-                EditText("body", d.body, set_body, hint="Note", label="Note", multiline=True, lines=4),
+                EditText("body", d.body, set_body, hint="Note", label="Note", multiline=True, lines=3),
                 Spinner("label", LABELS, d.label, set_label, label="Label"),
+                Switch("Pinned", d.pinned, set_pinned, id="pinned", summary="Keep at the top of the list"),
+                ButtonRow(buttons),
             ],
         )
-
-    def _search(self) -> Screen:
-        def set_q(v: str) -> None:
-            self.query = v
-
-        q = self.query.strip().lower()
-        hits = [n for n in self._sorted() if q and (q in n.title.lower() or q in n.body.lower())]
-
-        def leave() -> None:
-            self.query = ""
-            self.pop()
-
-        body = [EditText("query", self.query, set_q, hint="Search notes", kind="search", icon="search")]
-        if q and not hits:
-            body.append(Text(f'No notes match "{self.query.strip()}"', "body2", align="center", id="no_results"))
-        body.append(ListView("results", [self._item(n) for n in hits]))
-        return Screen(toolbar=Toolbar("Search", nav="back", on_nav=leave), body=body)

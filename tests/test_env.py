@@ -53,7 +53,7 @@ def test_add_a_note_through_actions(env):
     assert not r.terminated and not r.truncated and r.observation.step == 1
     r = env.step(A.Type("Eggs"))
     r = env.step(A.Type("a dozen", index=index_of(r.observation, resource_id="com.example.notes:id/body")))
-    r = env.step(A.Tap(index=index_of(r.observation, content_desc="Save")))
+    r = env.step(A.Tap(index=index_of(r.observation, text="Save")))
     assert env.device.read_app_state(NOTES)["notes"][0] == {"id": 1, "title": "Eggs", "body": "a dozen", "label": "Personal", "pinned": False}
     r = env.step(A.Done())
     assert r.terminated and env.declared == "done"

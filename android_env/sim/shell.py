@@ -547,14 +547,23 @@ def _cmd(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
         dev.reset(seed=int(rest[1]) if len(rest) > 1 else None)
         dev.files.update(tools)
         return b"", 0
+    if rest[:1] == ["fault"]:
+        inject = getattr(dev, "inject_fault", None)
+        if inject is None:
+            return b"Error: this device has no fault injection (virtual devices do)\n", 1
+        return inject(rest[1:])
     if rest[:1] == ["wait"] and len(rest) == 2:
         dev.wait(float(rest[1]))
         return b"", 0
-    return b"usage: cmd coadapt [state get PKG | state put PKG FILE | reset [SEED] | wait SECONDS]\n", 1
+    return b"usage: cmd coadapt [state get PKG | state put PKG FILE | reset [SEED] | wait SECONDS | fault ...]\n", 1
 
 
 def _true(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
     return b"", 0
+
+
+def _false(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
+    return b"", 1
 
 
 def _id(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
@@ -566,5 +575,5 @@ _COMMANDS: dict[str, Callable[["SimDevice", list[str]], tuple[bytes, int]]] = {
     "dumpsys": _dumpsys, "pm": _pm, "settings": _settings, "uiautomator": _uiautomator,
     "screencap": _screencap, "cat": _cat, "rm": _rm, "ls": _ls, "cmd": _cmd, "true": _true, "id": _id,
     "sleep": _true, "mkdir": _true, "chmod": _true,
-    "ime": _ime, "md5sum": _md5sum, "toybox": _toybox,
+    "ime": _ime, "md5sum": _md5sum, "toybox": _toybox, "false": _false,
 }
