@@ -1,18 +1,40 @@
-"""Simulated apps, one module per app, and the catalogue that installs them on a SimDevice."""
+"""Simulated apps, one module per app, and the catalogue that installs them on a SimDevice.
+
+Each module defines `APP` (its SimApp subclass) and `GROUP`: "seen" apps may be used to train
+the base policy; "unseen" apps are adaptation targets and never appear in base training data.
+Modules are found in this package by name, so adding an app is adding a module (apps/README.md).
+"""
 
 from __future__ import annotations
 
-from coadapt.android_env.errors import AppError
+import importlib
+import pkgutil
+
+from coadapt.android_env.errors import AppError, ConfigError
 from coadapt.android_env.sim.app import SimApp
 
-from .notes import NotesApp
 
-# package -> app class. Seen apps may be used to train the base policy; unseen apps are
-# adaptation targets and must never appear in base training data.
-SEEN_APPS: dict[str, type[SimApp]] = {
-    NotesApp.package: NotesApp,
-}
-UNSEEN_APPS: dict[str, type[SimApp]] = {}
+def _discover() -> tuple[dict[str, type[SimApp]], dict[str, type[SimApp]]]:
+    seen: dict[str, type[SimApp]] = {}
+    unseen: dict[str, type[SimApp]] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        cls = getattr(module, "APP", None)
+        if cls is None:
+            continue
+        group = getattr(module, "GROUP", None)
+        if group not in ("seen", "unseen"):
+            raise ConfigError(f"apps/{info.name}.py: GROUP must be 'seen' or 'unseen', got {group!r}")
+        target = seen if group == "seen" else unseen
+        if cls.package in seen or cls.package in unseen:
+            raise ConfigError(f"apps/{info.name}.py: package {cls.package} is defined twice")
+        target[cls.package] = cls
+    return seen, unseen
+
+
+SEEN_APPS, UNSEEN_APPS = _discover()
 ALL_APPS: dict[str, type[SimApp]] = {**SEEN_APPS, **UNSEEN_APPS}
 
 

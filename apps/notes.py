@@ -183,3 +183,7 @@ class NotesApp(SimApp):
                 ButtonRow(buttons),
             ],
         )
+
+
+APP = NotesApp
+GROUP = "seen"

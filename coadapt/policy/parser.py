@@ -83,14 +83,25 @@ _DIRECTIONS = ("up", "down", "left", "right")
 _FILLERS = frozenset({"into", "in", "on", "at", "to", "the", "field", "element"})
 _TRUE = frozenset({"true", "yes", "1"})
 
-_VERB_ALT = "|".join(sorted(map(re.escape, _VERBS), key=len, reverse=True))
+# Aliases that are everyday English words ("Open the app...", "Complete the form") would read
+# prose as actions, so a line opening with one of them is not taken as a text-style action.
+_PROSE_WORDS = frozenset({"open", "launch", "input", "write", "complete", "answer", "touch", "finish", "sleep", "impossible"})
+
+
+def _alternation(words: object) -> str:
+    return "|".join(sorted(map(re.escape, words), key=len, reverse=True))  # type: ignore[arg-type]
+
+
+_VERB_ALT = _alternation(_VERBS)
 _CALL_RE = re.compile(rf"(?<![\w.])({_VERB_ALT})[ \t]*\(", re.IGNORECASE)
 # Text style: a verb opening a line (after bullets or numbering), or a verb followed by a quote.
-_LINE_VERB_RE = re.compile(rf"^[ \t>*\-#`\d.)]*({_VERB_ALT})(?![\w(])", re.IGNORECASE | re.MULTILINE)
+_LINE_VERB_RE = re.compile(rf"^[ \t>*\-#`\d.)]*({_alternation(set(_VERBS) - _PROSE_WORDS)})(?![\w(])",
+                           re.IGNORECASE | re.MULTILINE)
 _QUOTED_VERB_RE = re.compile(rf"(?<![\w.])({_VERB_ALT})[ \t]+(?=[\"'\u201c])", re.IGNORECASE)
 _FENCE_RE = re.compile(r"```[ \t]*[\w-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _ACTION_MARK_RE = re.compile(r"\baction[ \t]*:", re.IGNORECASE)
-_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?")
+_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_INT_RE = re.compile(r"-?\d+")
 _COORD_STR_RE = re.compile(r"^\s*(?:<\|box_start\|>|<point>|<bbox>|[(\[])?\s*-?\d+(?:\.\d+)?(?:\s*[, ]\s*-?\d+(?:\.\d+)?){1,3}"
                            r"\s*(?:<\|box_end\|>|</point>|</bbox>|[)\]])?\s*$")
 
@@ -143,7 +154,8 @@ def _read_string(s: str, i: int) -> tuple[str, int]:
                     low = int(s[j + 2 : j + 6], 16)
                     code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                     j += 6
-                out.append(chr(code))
+                # A lone surrogate cannot be encoded (tokenizer, device, logs): replace it.
+                out.append("\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code))
                 continue
             out.append(_ESCAPES.get(e, e))
             j += 2
@@ -316,11 +328,27 @@ def parse_action(text: str, obs: Observation, *, image_size: tuple[int, int] | N
 
 
 def _parse(raw: str, obs: Observation, image_size: tuple[int, int] | None) -> Action:
-    text = _focus(raw[:MAX_INPUT_CHARS])
+    text = raw[:MAX_INPUT_CHARS].strip()
     if not text:
         return Invalid(raw, "empty output")
+    # Canonical output opens with its action; reading it whole keeps an "Action:" or a fence
+    # inside a quoted text from being taken as a marker.
+    found = _search(text, obs, image_size, raw, at_start=True)
+    if isinstance(found, str):
+        focused = _focus(text)
+        found = _search(focused, obs, image_size, raw)
+        if isinstance(found, str) and focused != text:
+            found = _search(text, obs, image_size, raw)
+    return Invalid(raw, found) if isinstance(found, str) else found
+
+
+def _search(text: str, obs: Observation, image_size: tuple[int, int] | None, raw: str,
+            at_start: bool = False) -> Action | str:
+    """The first action in `text`, or why there is none (a str)."""
     first_error: str | None = None
     for pos, kind, payload in _candidates(text):
+        if at_start and pos > 0:
+            break
         try:
             if kind == "json":
                 action = _from_json_dict(payload)  # type: ignore[arg-type]
@@ -338,7 +366,7 @@ def _parse(raw: str, obs: Observation, image_size: tuple[int, int] | None) -> Ac
         except ActionError as e:
             return Invalid(raw, str(e))
         return _check_on_screen(action, obs, raw)
-    return Invalid(raw, first_error or "no action found")
+    return first_error or "no action found"
 
 
 def _check_on_screen(action: Action, obs: Observation, raw: str) -> Action:
@@ -537,7 +565,8 @@ def _from_call(call: _Call, obs: Observation, image_size: tuple[int, int] | None
         if verb == "scroll":
             if t is None:
                 return Scroll(direction)  # type: ignore[arg-type]
-            index = t.index if t.point is None else element_at(obs, *t.point, prefer=_scrollable, require=True)
+            # No scrollable element under a UI-TARS point: scroll the main area, as the env does.
+            index = t.index if t.point is None else element_at(obs, *t.point, prefer=_scrollable)
             return Scroll(direction, index=index)  # type: ignore[arg-type]
         if t is None:
             return Swipe(direction)  # type: ignore[arg-type]
@@ -568,7 +597,9 @@ def _from_call(call: _Call, obs: Observation, image_size: tuple[int, int] | None
     if verb == "wait":
         tok = next((call.kwargs[k] for k in ("seconds", "time", "duration") if k in call.kwargs), None)
         tok = tok or next((t for t in call.args if t.kind == "num"), None)
-        return Wait() if tok is None or not tok.numbers else Wait(tok.numbers[0] if "." in tok.text else int(tok.numbers[0]))
+        if tok is None or not tok.numbers:
+            return Wait()
+        return Wait(int(tok.text) if _INT_RE.fullmatch(tok.text) else tok.numbers[0])
     if verb == "done":
         answer = _first_text(call, ("content", "answer", "text", "result"))
         if answer is None:
