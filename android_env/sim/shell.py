@@ -343,14 +343,13 @@ def _broadcast(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
             except ValueError:
                 return (head + "Broadcast completed: result=0\n").encode(), 0
         dev.input_text(msg)
-        return (head + "Broadcast completed: result=-1\n").encode(), 0
-    if action in ("ADB_INPUT_CODE",) and ime == ADB_KEYBOARD_IME:
+    elif action == "ADB_INPUT_CODE" and ime == ADB_KEYBOARD_IME:
         code = extras.get("code", "")
         name = _KEYCODES.get(int(code) if code.isdigit() else code)
         if name is not None:
             dev.key(name)
-        return (head + "Broadcast completed: result=-1\n").encode(), 0
-    # Nobody listens (e.g. ADBKeyboard is not the current IME): the broadcast just completes.
+    # ADBKeyboard sets no result code, and nobody answers when it is not the current IME:
+    # either way the broadcast just completes with result=0, as on a real phone.
     return (head + "Broadcast completed: result=0\n").encode(), 0
 
 
