@@ -62,6 +62,90 @@ def show(
         console.print(f"uiautomator dump: {xml}")
 
 
+def _devices(devices: Optional[str], workers: int, seed: int):
+    """The devices a job runs on: ADB serials when given, else `workers` simulated phones."""
+    if devices:
+        from coadapt.android_env.adb import AdbDevice
+
+        return [AdbDevice(serial.strip()) for serial in devices.split(",") if serial.strip()]
+    from coadapt.android_env.sim import SimConfig, SimDevice
+    from coadapt.apps import make_apps
+
+    return [SimDevice(make_apps(), SimConfig(seed=seed + i, serial=f"sim-{i}")) for i in range(workers)]
+
+
+def _print_eval_report(report: dict, title: str) -> None:
+    table = Table(title=title)
+    for col in ("app", "episodes", "success rate", "mean steps"):
+        table.add_column(col, justify="left" if col == "app" else "right")
+    for app_name, row in report["per_app"].items():
+        table.add_row(app_name, str(row["n"]), f"{row['success_rate']:.2f}", f"{row['mean_steps']:.1f}")
+    table.add_section()
+    table.add_row("all", str(report["n_episodes"]), f"{report['success_rate']:.3f}", f"{report['mean_steps']:.1f}")
+    console.print(table)
+    extra = [f"instances {report['n_instances']}", f"invalid actions {report['invalid_action_rate']:.3f}",
+             f"infra errors {report['infra_errors']}"]
+    if "pass_at_k" in report:
+        extra.append(f"pass@{report['k']} {report['pass_at_k']:.3f}")
+    if report.get("wall_seconds") is not None:
+        extra.append(f"wall {report['wall_seconds']:.1f} s")
+    console.print("  ".join(extra))
+
+
+@app.command("eval")
+def eval_cmd(
+    suite: str = typer.Option(..., help="Suite YAML file, or a bundled suite name: smoke, seen, unseen, all."),
+    policy: str = typer.Option("default", help="oracle, random, default (bundled model), or a model folder / hub id."),
+    adapter: Optional[str] = typer.Option(None, help="A peft LoRA adapter folder to load on the model."),
+    devices: Optional[str] = typer.Option(None, help="Comma-separated ADB serials; default: simulated phones."),
+    out: Optional[Path] = typer.Option(None, help="Run folder (reuse it to resume a killed run). Default: runs/eval-<suite>-<policy>-<time>."),
+    k: int = typer.Option(1, help="Attempts per instance; pass@k is reported when k > 1."),
+    workers: int = typer.Option(2, help="Simulated phones in parallel (one worker per device with --devices)."),
+    seed: int = typer.Option(0, help="Seed of the simulated phones and of the random policy."),
+    screenshots: bool = typer.Option(True, help="Save each step's screenshot in the run folder."),
+) -> None:
+    """Run every instance of a suite and report success rates (AndroidWorld-style)."""
+    import time as _time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from coadapt.evaluation import EvalConfig, run_suite
+    from coadapt.policies import make_policy
+    from coadapt.runs import RunStore, RunStoreError
+    from coadapt.tasks.suite import Suite
+
+    cfg = EvalConfig(suite=suite, policy=policy, k=k, workers=workers, screenshots=screenshots)
+    s = Suite.load(suite)
+    pol = make_policy(policy, seed=seed, adapter=adapter)
+    folder = out or Path("runs") / f"eval-{s.name}-{Path(policy).name}-{_time.strftime('%Y%m%d-%H%M%S')}"
+    store = RunStore(folder, save_screens=screenshots)
+    identity = {"suite": s.name, "tasks": list(s.tasks), "seed": s.seed, "instances_per_task": s.instances_per_task,
+                "policy": policy, "adapter": adapter, "k": k}
+    previous = store.get_meta("eval")
+    if previous is not None and previous != identity:
+        raise RunStoreError(f"{folder} holds a different evaluation ({previous['suite']} / {previous['policy']}); use another --out")
+    store.set_meta("eval", identity)
+    store.write_json("config.json", {"kind": "eval", **identity, "screenshots": screenshots})
+    devs = _devices(devices, workers, seed)
+    t0 = _time.perf_counter()
+    with Progress(TextColumn("[bold]eval[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        tid = bar.add_task(f"{s.name} / {pol.name}", total=None)
+
+        def progress(event: str, data: dict) -> None:
+            if event == "start":
+                bar.update(tid, total=data["total"], completed=data["done"])
+            else:
+                bar.advance(tid)
+
+        report = run_suite(s, pol, devs, store, k=k, progress=progress)
+    report["wall_seconds"] = round(_time.perf_counter() - t0, 2)
+    report["run_folder"] = str(folder)
+    store.write_json("report.json", report)
+    _print_eval_report(report, f"{s.name} — {pol.name}")
+    console.print(f"report: {folder / 'report.json'}")
+
+
 def main() -> None:
     """Entry point: runs the app and turns coadapt errors into a one-line message and exit code 2."""
     try:

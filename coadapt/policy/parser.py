@@ -689,7 +689,10 @@ def _ref(index: int, obs: Observation, prefer: Callable[[UiElement], bool]) -> s
     """An element by name when the name resolves back to it on `obs`, else by index."""
     if not 0 <= index < len(obs.elements):
         raise ActionError(f"no element {index} (the screen had {len(obs.elements)})")
-    for name in element_names(obs.elements[index]):
+    e = obs.elements[index]
+    # A text field is best called by its hint ("Title"): its text changes as one types.
+    names = element_names(e) if not e.editable else tuple(dict.fromkeys(n for n in (e.hint, e.content_desc, e.text) if n))
+    for name in names:
         try:
             if resolve_element(name, obs, prefer) == index:
                 return _q(name)

@@ -1,0 +1,358 @@
+"""VLMPolicy: any Hugging Face VLM (plus an optional LoRA adapter) as an Android agent policy.
+
+One class serves the bundled tiny model and real checkpoints (Qwen2-VL, Qwen2.5-VL, UI-TARS):
+it loads through `AutoProcessor` + `AutoModelForImageTextToText`, builds prompts, generates one
+action per observation in batches, and scores given action strings token by token (for
+supervised pretraining and for RL). Prompts and targets are tokenized the same way for
+generation and for scoring: the prompt's tokens, then the target's tokens, then the end token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Literal, Sequence
+
+import torch
+from transformers import AutoModelForImageTextToText, PreTrainedModel, ProcessorMixin
+
+from coadapt.android_env.actions import Action
+from coadapt.android_env.errors import ConfigError
+from coadapt.android_env.observation import Observation
+
+from .parser import parse_action
+from .processor import ModelLoadError, load_processor
+from .prompt import PolicyInput, PromptConfig, chat_messages, make_inputs
+
+log = logging.getLogger(__name__)
+
+POLICY_CONFIG_FILE = "coadapt_policy.json"
+"""Saved beside a model: how that model is prompted (absent for foreign checkpoints)."""
+
+LANGUAGE_MODEL_PROJECTIONS = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
+"""LoRA targets: the language model's projections only. The vision MLP reuses the names
+gate/up/down_proj, so a plain name list would adapt the vision tower too."""
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """A LoRA adapter's shape (saved with the adapter in peft's adapter_config.json)."""
+
+    r: int = 8
+    """Rank of the update matrices."""
+    alpha: int = 16
+    """Scale numerator: the update is multiplied by alpha / r."""
+    dropout: float = 0.0
+    """Dropout on the adapter's input during training."""
+    target_modules: str = LANGUAGE_MODEL_PROJECTIONS
+    """Regex (full match) over module names that get an adapter."""
+
+    def __post_init__(self) -> None:
+        if self.r < 1 or self.alpha <= 0 or not 0 <= self.dropout < 1:
+            raise ConfigError(f"LoRA needs r >= 1, alpha > 0, 0 <= dropout < 1; got {self}")
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """How the policy prompts, decodes and reads answers."""
+
+    prompt: PromptConfig = field(default_factory=PromptConfig)
+    """What the prompt shows and which action format it asks for."""
+    max_new_tokens: int = 48
+    """Longest answer, in tokens."""
+    temperature: float = 0.0
+    """Sampling temperature; 0 decodes greedily."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (used when temperature > 0)."""
+    max_batch: int = 8
+    """Observations per forward pass; longer lists are split."""
+    coordinates: Literal["image", "relative"] = "image"
+    """How UI-TARS coordinates in answers are read: pixels of the resized image the model saw
+    (Qwen2.5-VL, UI-TARS-1.5) or 0-1000 relative (Qwen2-VL, UI-TARS)."""
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1 or self.max_batch < 1:
+            raise ConfigError(f"max_new_tokens and max_batch must be >= 1, got {self.max_new_tokens}, {self.max_batch}")
+        if self.temperature < 0 or not 0 < self.top_p <= 1:
+            raise ConfigError(f"need temperature >= 0 and 0 < top_p <= 1, got {self.temperature}, {self.top_p}")
+        if self.coordinates not in ("image", "relative"):
+            raise ConfigError(f"coordinates must be 'image' or 'relative', got {self.coordinates!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "PolicyConfig":
+        try:
+            d = dict(d)
+            d["prompt"] = PromptConfig(**d.get("prompt", {}))
+            return cls(**d)
+        except TypeError as e:
+            raise ConfigError(f"bad policy config {d!r}: {e}") from e
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One answer of the model."""
+
+    text: str
+    """The decoded answer, special tokens removed."""
+    action: Action
+    """`text` parsed against the observation the model saw (Invalid when unreadable)."""
+    token_ids: tuple[int, ...]
+    """The generated tokens, up to and including the end token when one was produced."""
+    image_size: tuple[int, int] | None
+    """(width, height) of the resized screenshot the model saw, when known."""
+
+
+class VLMPolicy:
+    """A VLM that maps (screenshot, elements, history, goal) to one action.
+
+    `model` is a transformers image-text-to-text model, optionally wrapped in a peft model;
+    `processor` its processor. Sampling follows `config`; seed torch for reproducible samples.
+    """
+
+    def __init__(self, model: PreTrainedModel, processor: ProcessorMixin, config: PolicyConfig = PolicyConfig()):
+        self.model = model
+        self.processor = processor
+        self.config = config
+        self.tokenizer = processor.tokenizer  # type: ignore[attr-defined]
+        self.end_id = self._end_token_id()
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.end_id
+
+    # ------------------------------------------------------------------ loading and saving
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, adapter: str | os.PathLike | None = None, trainable: bool = False,
+             config: PolicyConfig | None = None, dtype: str | torch.dtype = "auto", device: str = "cpu") -> "VLMPolicy":
+        """Load a model folder or hub id (offline when HF_HUB_OFFLINE=1), and an adapter folder.
+
+        `config` overrides the folder's saved coadapt_policy.json (absent for foreign checkpoints,
+        which get the defaults). Raises ModelLoadError.
+        """
+        processor = load_processor(path)
+        try:
+            model = AutoModelForImageTextToText.from_pretrained(str(path), dtype=dtype)
+        except (OSError, ValueError) as e:
+            raise ModelLoadError(f"cannot load the model at {str(path)!r}: {e}") from e
+        model.to(device)
+        model.eval()
+        if config is None:
+            saved = Path(path) / POLICY_CONFIG_FILE
+            config = PolicyConfig.from_dict(json.loads(saved.read_text())) if saved.is_file() else PolicyConfig()
+        policy = cls(model, processor, config)
+        if adapter is not None:
+            policy.load_adapter(adapter, trainable=trainable)
+        return policy
+
+    def save(self, folder: str | os.PathLike) -> None:
+        """Save model, processor and policy config as a plain Hugging Face folder."""
+        if self.has_adapter:
+            raise ModelLoadError("this policy carries a LoRA adapter: save it with save_adapter(), "
+                                 "the base model is the folder it was loaded from")
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(folder)
+        self.processor.save_pretrained(folder)
+        (folder / POLICY_CONFIG_FILE).write_text(json.dumps(self.config.to_dict(), indent=2) + "\n")
+
+    # ------------------------------------------------------------------ LoRA
+
+    @property
+    def has_adapter(self) -> bool:
+        from peft import PeftModel
+
+        return isinstance(self.model, PeftModel)
+
+    def add_adapter(self, settings: LoraSettings = LoraSettings()) -> None:
+        """Wrap the model with a fresh trainable LoRA adapter; only its weights train."""
+        from peft import LoraConfig, get_peft_model
+
+        if self.has_adapter:
+            raise ConfigError("the policy already has an adapter")
+        lora = LoraConfig(r=settings.r, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
+                          target_modules=settings.target_modules, bias="none")
+        self.model = get_peft_model(self.model, lora)
+
+    def load_adapter(self, folder: str | os.PathLike, *, trainable: bool = False) -> None:
+        """Load a peft adapter folder onto the base model."""
+        from peft import PeftModel
+
+        if self.has_adapter:
+            raise ConfigError("the policy already has an adapter")
+        try:
+            self.model = PeftModel.from_pretrained(self.model, str(folder), is_trainable=trainable)
+        except (OSError, ValueError) as e:
+            raise ModelLoadError(f"cannot load the adapter at {str(folder)!r}: {e}") from e
+        if not trainable:
+            self.model.eval()
+
+    def save_adapter(self, folder: str | os.PathLike) -> None:
+        """Save the adapter in peft's standard folder format (adapter_config.json + safetensors)."""
+        if not self.has_adapter:
+            raise ConfigError("the policy has no adapter to save; call add_adapter() first")
+        self.model.save_pretrained(str(folder))
+
+    @contextlib.contextmanager
+    def adapter_disabled(self) -> Iterator[None]:
+        """Run the base model (the RL reference policy) inside this block."""
+        if self.has_adapter:
+            with self.model.disable_adapter():
+                yield
+        else:
+            yield
+
+    def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    # ------------------------------------------------------------------ prompts and batches
+
+    def prompt(self, inp: PolicyInput) -> str:
+        """The chat-templated prompt text, up to where the answer starts."""
+        text = self.processor.apply_chat_template(chat_messages(inp, self.config.prompt), tokenize=False,
+                                                  add_generation_prompt=True)
+        return text if isinstance(text, str) else text[0]
+
+    def target_ids(self, target: str | Sequence[int]) -> list[int]:
+        """Token ids of an answer, ending with the end token (given ids are taken as they are)."""
+        if not isinstance(target, str):
+            return [int(t) for t in target]
+        return list(self.tokenizer(target, add_special_tokens=False)["input_ids"]) + [self.end_id]
+
+    def encode(self, inputs: Sequence[PolicyInput], targets: Sequence[str | Sequence[int]] | None = None
+               ) -> dict[str, torch.Tensor]:
+        """Model inputs for prompts (+ answers), left-padded so every sequence ends at the right.
+
+        Each prompt is processed on its own and the answer's tokens appended, so generation and
+        scoring see identical prompt tokens. Sequence-aligned outputs of the processor
+        (input_ids, attention_mask, mm_token_type_ids: the last gives image tokens their 3-D
+        M-RoPE positions) are padded; image tensors are concatenated. With `targets`, the result
+        also holds `labels` (-100 outside the answers).
+        """
+        if targets is not None and len(targets) != len(inputs):
+            raise ConfigError(f"{len(inputs)} inputs but {len(targets)} targets")
+        parts = [self.processor(text=[self.prompt(inp)], images=[inp.observation.screenshot], return_tensors="pt")
+                 for inp in inputs]
+        answers = [self.target_ids(t) for t in targets] if targets is not None else [[] for _ in inputs]
+        lengths = [p["input_ids"].shape[1] + len(a) for p, a in zip(parts, answers)]
+        width = max(lengths)
+        batch: dict[str, torch.Tensor] = {}
+        seq_keys = [k for k, v in parts[0].items() if isinstance(v, torch.Tensor) and v.dim() == 2
+                    and v.shape == parts[0]["input_ids"].shape]
+        for key in seq_keys:
+            fill = self.pad_id if key == "input_ids" else 0
+            out = torch.full((len(parts), width), fill, dtype=parts[0][key].dtype)
+            for row, (p, a) in enumerate(zip(parts, answers)):
+                tail = torch.tensor(a, dtype=out.dtype) if key == "input_ids" else torch.full((len(a),), 1 if key == "attention_mask" else 0, dtype=out.dtype)
+                seq = torch.cat([p[key][0], tail])
+                out[row, width - len(seq):] = seq
+            batch[key] = out
+        for key, value in parts[0].items():
+            if key not in batch and isinstance(value, torch.Tensor):
+                batch[key] = torch.cat([p[key] for p in parts], dim=0)
+        if targets is not None:
+            labels = torch.full((len(parts), width), -100, dtype=torch.long)
+            for row, a in enumerate(answers):
+                if a:
+                    labels[row, width - len(a):] = torch.tensor(a)
+            batch["labels"] = labels
+        device = self.model.device
+        return {k: v.to(device) for k, v in batch.items()}
+
+    def _image_sizes(self, batch: dict[str, torch.Tensor]) -> list[tuple[int, int] | None]:
+        grid = batch.get("image_grid_thw")
+        patch = getattr(getattr(self.processor, "image_processor", None), "patch_size", None)
+        n = batch["input_ids"].shape[0]
+        if self.config.coordinates == "relative" or grid is None or patch is None or len(grid) != n:
+            return [None] * n
+        return [(int(w) * patch, int(h) * patch) for _, h, w in grid.tolist()]
+
+    # ------------------------------------------------------------------ acting
+
+    @torch.no_grad()
+    def generate(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+        """One answer per input, decoded in batches of `config.max_batch`, each parsed to an action."""
+        out: list[Generation] = []
+        for start in range(0, len(inputs), self.config.max_batch):
+            out.extend(self._generate_batch(inputs[start : start + self.config.max_batch]))
+        return out
+
+    def _generate_batch(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+        batch = self.encode(inputs)
+        cfg = self.config
+        sampling: dict[str, Any] = {"do_sample": False}
+        if cfg.temperature > 0:
+            sampling = {"do_sample": True, "temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": 0}
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            seqs = self.model.generate(**batch, max_new_tokens=cfg.max_new_tokens, pad_token_id=self.pad_id,
+                                       eos_token_id=self._stop_ids(), **sampling)
+        finally:
+            self.model.train(was_training)
+        new = seqs[:, batch["input_ids"].shape[1]:].tolist()
+        stops = set(self._stop_ids())
+        results = []
+        for inp, ids, size in zip(inputs, new, self._image_sizes(batch)):
+            cut = next((k + 1 for k, t in enumerate(ids) if t in stops), len(ids))
+            ids = ids[:cut]
+            text = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+            results.append(Generation(text, parse_action(text, inp.observation, image_size=size), tuple(ids), size))
+        return results
+
+    def act(self, observations: Sequence[Observation], goals: Sequence[str],
+            histories: Sequence[Sequence[str | Action]] | None = None) -> list[Action]:
+        """One action per observation (Invalid where the answer is unreadable); never raises on
+        model output. History items are strings the model wrote, or Actions (`describe`d)."""
+        return [g.action for g in self.generate(make_inputs(observations, goals, histories))]
+
+    # ------------------------------------------------------------------ scoring and training
+
+    def target_logprobs(self, inputs: Sequence[PolicyInput], targets: Sequence[str | Sequence[int]]
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probabilities of each answer's tokens under its prompt.
+
+        Returns (logprobs, mask), both (batch, longest answer), answers right-aligned; mask is 1
+        on real answer tokens. Differentiable unless called under torch.no_grad().
+        """
+        batch = self.encode(inputs, targets)
+        labels = batch.pop("labels")
+        answer_len = int((labels != -100).sum(dim=1).max().item())
+        if answer_len == 0:
+            raise ConfigError("every target is empty; an answer has at least the end token")
+        # Answers end every row (left padding), so logits are needed only for the last positions.
+        logits = self.model(**batch, logits_to_keep=answer_len + 1, use_cache=False).logits[:, :-1].float()
+        gold = labels[:, -answer_len:]
+        mask = gold != -100
+        logp = torch.log_softmax(logits, dim=-1).gather(-1, gold.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+        return logp * mask, mask.to(logp.dtype)
+
+    def token_logprobs(self, inputs: Sequence[PolicyInput], targets: Sequence[str | Sequence[int]]) -> list[torch.Tensor]:
+        """Per-token log-probabilities of each answer (its tokens plus the end token), one tensor each."""
+        logp, mask = self.target_logprobs(inputs, targets)
+        return [row[m.bool()] for row, m in zip(logp, mask)]
+
+    def sft_loss(self, inputs: Sequence[PolicyInput], targets: Sequence[str | Sequence[int]]) -> torch.Tensor:
+        """Mean negative log-likelihood per answer token (end token included) over the batch."""
+        logp, mask = self.target_logprobs(inputs, targets)
+        return -logp.sum() / mask.sum().clamp(min=1)
+
+    # ------------------------------------------------------------------ internals
+
+    def _end_token_id(self) -> int:
+        for token in ("<|im_end|>", self.tokenizer.eos_token):
+            if token is not None:
+                tid = self.tokenizer.convert_tokens_to_ids(token)
+                if isinstance(tid, int) and tid != self.tokenizer.unk_token_id:
+                    return tid
+        raise ModelLoadError("the tokenizer has no end-of-turn token (<|im_end|> or eos)")
+
+    def _stop_ids(self) -> list[int]:
+        ids = [self.end_id]
+        eos = self.model.generation_config.eos_token_id
+        ids.extend([eos] if isinstance(eos, int) else list(eos or []))
+        return list(dict.fromkeys(ids))

@@ -1,0 +1,143 @@
+"""Evaluation: reports, pass@k, infra errors rerun, and a killed run that resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from coadapt.agents import OraclePolicy, RandomPolicy
+from coadapt.android_env.errors import DeviceError, TaskError
+from coadapt.android_env.sim import SimDevice
+from coadapt.apps import make_apps
+from coadapt.evaluation import run_suite
+from coadapt.runs import RunStore, list_runs
+from coadapt.tasks.suite import Suite
+
+SMALL = Suite.from_dict({"name": "small", "seed": 5, "instances_per_task": 2,
+                         "tasks": ["NotesAddNote", "NotesDeleteNote", "NotesCountLabel"]})
+
+
+def test_oracle_report(tmp_path):
+    store = RunStore(tmp_path / "run")
+    report = run_suite(SMALL, OraclePolicy(), [SimDevice(make_apps())], store)
+    assert report["success_rate"] == 1.0
+    assert report["n_instances"] == 6 and report["n_episodes"] == 6
+    assert set(report["per_task"]) == set(SMALL.tasks)
+    assert report["per_app"]["com.example.notes"]["success_rate"] == 1.0
+    assert report["invalid_action_rate"] == 0.0 and report["infra_errors"] == 0
+    assert report["mean_steps"] > 1
+    ep = store.episodes()[0]
+    steps = store.steps(ep.id)
+    assert len(steps) == ep.steps
+    assert all((tmp_path / "run" / s["screen"]).exists() for s in steps)
+    assert json.loads(steps[0]["action"])["action_type"]
+    assert list_runs(tmp_path) == [tmp_path / "run"]
+
+
+def test_pass_at_k_and_two_devices(tmp_path):
+    store = RunStore(tmp_path / "run", save_screens=False)
+    devices = [SimDevice(make_apps()), SimDevice(make_apps())]
+    report = run_suite(SMALL, RandomPolicy(1), devices, store, k=3)
+    assert report["n_episodes"] == 18 and report["k"] == 3
+    assert 0.0 <= report["success_rate"] <= report["pass_at_k"] <= 1.0
+    assert {r.device for r in store.episodes()} == {"sim-0"}  # both sims are called sim-0 by default
+
+
+class FlakyDevice(SimDevice):
+    """Loses its connection once, in the middle of the third episode."""
+
+    def __init__(self):
+        super().__init__(make_apps())
+        self.resets = 0
+        self.failed = False
+
+    def reset(self, seed=None):
+        self.resets = getattr(self, "resets", 0) + 1
+        super().reset(seed)
+
+    def tap(self, x, y):
+        if self.resets == 3 and not self.failed:
+            self.failed = True
+            raise DeviceError("device offline", command="input tap", serial=self.serial)
+        super().tap(x, y)
+
+
+def test_infra_error_is_rerun_and_counted(tmp_path):
+    store = RunStore(tmp_path / "run", save_screens=False)
+    report = run_suite(SMALL, OraclePolicy(), [FlakyDevice()], store)
+    assert report["success_rate"] == 1.0 and report["n_episodes"] == 6
+    assert report["infra_errors"] == 1 and not report["lost_instances"]
+    statuses = [r.status for r in store.episodes()]
+    assert statuses.count("infra_error") == 1 and statuses.count("finished") == 6
+
+
+def test_policy_bug_is_raised_not_swallowed(tmp_path):
+    class Broken:
+        name = "broken"
+
+        def start(self, goal, task=None):
+            raise RuntimeError("bug in policy")
+
+    with pytest.raises(RuntimeError, match="bug in policy"):
+        run_suite(SMALL, Broken(), [SimDevice(make_apps())], RunStore(tmp_path / "r"))
+
+
+def test_oracle_needs_the_task():
+    with pytest.raises(TaskError):
+        OraclePolicy().start("a goal")
+
+
+def _finished(db) -> list[tuple]:
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("SELECT id, key, attempt, started FROM episodes WHERE status='finished' ORDER BY id").fetchall()
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_killed_eval_resumes_without_redoing_finished(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "coadapt.cli", "eval", "--suite", "seen", "--policy", "oracle", "--workers", "1",
+           "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    db = out / "run.db"
+    deadline = time.time() + 120
+    try:
+        while time.time() < deadline:
+            if db.exists():
+                try:
+                    if len(_finished(db)) >= 3:
+                        break
+                except sqlite3.OperationalError:
+                    pass
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    before = _finished(db)
+    total = len(Suite.load("seen").instances())
+    assert 3 <= len(before) < total, "the run should have been killed midway"
+    assert not (out / "report.json").exists()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = _finished(db)
+    assert after[: len(before)] == before  # finished episodes were kept, not replayed
+    assert len(after) == total and len({(k, a) for _, k, a, _ in after}) == total
+    report = json.loads((out / "report.json").read_text())
+    assert report["success_rate"] == 1.0 and report["n_episodes"] == total
+
+
+def test_resume_refuses_a_different_run(tmp_path):
+    out = tmp_path / "run"
+    base = [sys.executable, "-m", "coadapt.cli", "eval", "--suite", "smoke", "--workers", "1", "--out", str(out)]
+    assert subprocess.run(base + ["--policy", "oracle"], capture_output=True, text=True).returncode == 0
+    other = subprocess.run(base + ["--policy", "random"], capture_output=True, text=True)
+    assert other.returncode == 2 and "different evaluation" in other.stdout
