@@ -114,7 +114,7 @@ def eval_cmd(
     from coadapt.runs import RunStore, RunStoreError
     from coadapt.tasks.suite import Suite
 
-    cfg = EvalConfig(suite=suite, policy=policy, k=k, workers=workers, screenshots=screenshots)
+    EvalConfig(suite=suite, policy=policy, k=k, workers=workers, screenshots=screenshots)  # validates the options
     s = Suite.load(suite)
     pol = make_policy(policy, seed=seed, adapter=adapter)
     folder = out or Path("runs") / f"eval-{s.name}-{Path(policy).name}-{_time.strftime('%Y%m%d-%H%M%S')}"

@@ -27,7 +27,7 @@ from .canvas import DIVIDER, SCRIM, SURFACE, SURFACE_2, TEXT, TEXT_2, WHITE, Can
 from .node import Node, ScrollBinding, Window, build_tree, paint, touch_target
 from .shell import run_shell
 from .widgets import (
-    BottomSheet, Dialog, Drawer, LayoutCtx, ListView, MenuItem, ProgressBar, Screen, Text, Theme, View,
+    BottomSheet, Dialog, Drawer, LayoutCtx, ListView, ProgressBar, Screen, Text, Theme, View,
     _shift,
 )
 
@@ -434,7 +434,7 @@ class SimDevice:
     # ------------------------------------------------------------------ composition
 
     def _compose(self) -> _Frame:
-        W, H = self.width, self.height
+        H = self.height
         status_h, nav_h = self._dp(STATUS_DP), self._dp(NAV_DP)
         windows: list[Window] = [self._status_bar(status_h)]
         edits: dict[str, Node] = {}

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from .app import Route, SimApp
 from .canvas import (
-    DISABLED, DIVIDER, HINT, RGB, SCRIM, SURFACE, SURFACE_2, TEXT, TEXT_2, WHITE, Canvas,
-    font, hex_rgb, mix, text_width, wrap,
+    DISABLED, DIVIDER, HINT, RGB, SURFACE_2, TEXT, TEXT_2, WHITE, Canvas,
+    hex_rgb, mix, text_width, wrap,
 )
 from .node import Box, EditBinding, Node, ScrollBinding
 
@@ -1169,5 +1169,4 @@ __all__ = [
     "Drawer", "DrawerItem", "EditText", "Fab", "Header", "IconButton", "ImageView", "KeyValue", "LayoutCtx",
     "ListItem", "ListView", "MenuItem", "ProgressBar", "RadioGroup", "Row", "Screen", "SeekBar", "Spacer",
     "Spinner", "Switch", "Tabs", "Text", "Theme", "Toolbar", "View", "date_picker", "time_picker",
-    "SCRIM", "field",
 ]
