@@ -62,6 +62,7 @@ FormatStyle = Literal["text", "call", "json"]
 FORMAT_STYLES: tuple[str, ...] = ("text", "call", "json")
 MAX_INPUT_CHARS = 20_000
 """Longer model outputs are cut to this many characters before parsing."""
+_MAX_CANDIDATES = 50  # places tried per text: keeps junk full of "tap(" from costing quadratic time
 
 # alias -> canonical verb
 _VERBS: dict[str, str] = {
@@ -102,8 +103,13 @@ _FENCE_RE = re.compile(r"```[ \t]*[\w-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _ACTION_MARK_RE = re.compile(r"\baction[ \t]*:", re.IGNORECASE)
 _NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _INT_RE = re.compile(r"-?\d+")
-_COORD_STR_RE = re.compile(r"^\s*(?:<\|box_start\|>|<point>|<bbox>|[(\[])?\s*-?\d+(?:\.\d+)?(?:\s*[, ]\s*-?\d+(?:\.\d+)?){1,3}"
-                           r"\s*(?:<\|box_end\|>|</point>|</bbox>|[)\]])?\s*$")
+# Separators between numbers are explicit (a comma or blanks) so that no regex here can split a
+# run of digits in many ways and backtrack for ever on junk.
+_SEP = r"(?:[ \t]*,[ \t]*|[ \t]+)"
+_NUM = r"-?\d+(?:\.\d+)?"
+_GROUP_RE = re.compile(rf"[ \t]*{_NUM}(?:{_SEP}{_NUM})*[ \t]*")
+_COORD_STR_RE = re.compile(rf"[ \t]*(?:<\|box_start\|>|<point>|<bbox>|[(\[])?[ \t]*{_NUM}(?:{_SEP}{_NUM}){{1,3}}"
+                           rf"[ \t]*(?:<\|box_end\|>|</point>|</bbox>|[)\]])?[ \t]*")
 
 
 # --------------------------------------------------------------------------- lexing
@@ -172,7 +178,7 @@ def _read_group(s: str, i: int) -> tuple[_Tok, int]:
     if end < 0:
         raise _SyntaxError(f"unclosed {s[i]!r}")
     inner = s[i + 1 : end]
-    if not re.fullmatch(r"\s*-?\d+(?:\.\d+)?(?:\s*,?\s*-?\d+(?:\.\d+)?)*\s*", inner):
+    if not _GROUP_RE.fullmatch(inner):
         raise _SyntaxError(f"not a group of numbers: {inner[:40]!r}")
     nums = tuple(float(m) for m in _NUMBER_RE.findall(inner))
     return _Tok("group", inner, nums), end + 1
@@ -306,7 +312,7 @@ def _candidates(text: str) -> list[tuple[int, str, object]]:
     # At one position a call beats the text reading of the same verb.
     order = {"json": 0, "call": 1, "text": 2}
     found.sort(key=lambda c: (c[0], order[c[1]]))
-    return found
+    return found[:_MAX_CANDIDATES]
 
 
 # --------------------------------------------------------------------------- public API
@@ -477,7 +483,7 @@ def _target(call: _Call, obs: Observation, image_size: tuple[int, int] | None, p
             if strings_seen < skip_strings:
                 strings_seen += 1
                 continue
-            if _COORD_STR_RE.match(tok.text) and not re.fullmatch(r"\s*\d+\s*", tok.text):
+            if _looks_like_point(tok.text):
                 return _Target(point=_box_point(tok, obs, image_size))
             return _Target(index=resolve_element(tok.text, obs, prefer))
         if tok.kind == "num":
@@ -492,6 +498,11 @@ def _target(call: _Call, obs: Observation, image_size: tuple[int, int] | None, p
                 return _Target(point=_clamp(nums[0], nums[1], obs))
             raise ActionError(f"a point is (x, y), got ({tok.text[:40]})")
     return None
+
+
+def _looks_like_point(s: str) -> bool:
+    """A quoted UI-TARS box such as '(120,540)' rather than an element name (a lone number is a name)."""
+    return bool(_COORD_STR_RE.fullmatch(s)) and not re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", s)
 
 
 def _named_or_index(tok: _Tok, obs: Observation, prefer: Callable[[UiElement], bool]) -> _Target:
@@ -515,10 +526,16 @@ def _direction(call: _Call) -> str:
     raise ActionError(f"{call.verb} needs a direction: {', '.join(_DIRECTIONS)}")
 
 
-def _without_directions(call: _Call) -> _Call:
-    args = [t for t in call.args if not (t.kind in ("word", "str") and t.text.strip().lower() in _DIRECTIONS)]
-    kwargs = {k: v for k, v in call.kwargs.items() if k != "direction"}
-    return _Call(call.verb, args, kwargs)
+def _without_direction(call: _Call) -> _Call:
+    """`call` less the token `_direction` read (an element may be named "Down" too)."""
+    if "direction" in call.kwargs:
+        return _Call(call.verb, list(call.args), {k: v for k, v in call.kwargs.items() if k != "direction"})
+    args = list(call.args)
+    for k, t in enumerate(args):
+        if t.kind in ("word", "str") and t.text.strip().lower() in _DIRECTIONS:
+            del args[k]
+            break
+    return _Call(call.verb, args, dict(call.kwargs))
 
 
 def _first_text(call: _Call, keys: tuple[str, ...], *, words: bool = False) -> str | None:
@@ -561,7 +578,7 @@ def _from_call(call: _Call, obs: Observation, image_size: tuple[int, int] | None
         return Type(text, index=index, clear=_flag(call, "clear"))
     if verb in ("scroll", "swipe"):
         direction = _direction(call)
-        t = _target(_without_directions(call), obs, image_size, _scrollable if verb == "scroll" else _tappable)
+        t = _target(_without_direction(call), obs, image_size, _scrollable if verb == "scroll" else _tappable)
         if verb == "scroll":
             if t is None:
                 return Scroll(direction)  # type: ignore[arg-type]
@@ -693,6 +710,8 @@ def _ref(index: int, obs: Observation, prefer: Callable[[UiElement], bool]) -> s
     # A text field is best called by its hint ("Title"): its text changes as one types.
     names = element_names(e) if not e.editable else tuple(dict.fromkeys(n for n in (e.hint, e.content_desc, e.text) if n))
     for name in names:
+        if _looks_like_point(name):
+            continue
         try:
             if resolve_element(name, obs, prefer) == index:
                 return _q(name)
