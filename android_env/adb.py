@@ -466,12 +466,13 @@ class AdbDevice:
     def _translate(self, what: str, e: BaseException) -> DeviceError | None:
         """The typed error for an exception from adbutils/uiautomator2/sockets (None: not ours)."""
         import adbutils
+        from adbutils.errors import AdbConnectionError
 
         if isinstance(e, DeviceError):
             err: DeviceError = e
         elif isinstance(e, (adbutils.AdbTimeout, socket.timeout, TimeoutError)):
             err = DeviceTimeoutError(f"no answer within {self.config.timeout_s:.0f}s", command=what, serial=self.serial)
-        elif isinstance(e, adbutils.AdbConnectionError) or isinstance(e, ConnectionRefusedError):
+        elif isinstance(e, (AdbConnectionError, ConnectionRefusedError)):
             return DeviceOfflineError(f"adb server at {self.config.adb_host}:{self.config.server_port} is unreachable: {e}",
                                       command=what, serial=self.serial)
         elif isinstance(e, (adbutils.AdbError, EOFError, OSError)) or _is_u2_error(e):
@@ -654,7 +655,8 @@ class AdbDevice:
                     command="ime list -s -a", serial=self.serial)
             current = self._shell_out("settings get secure default_input_method").strip()
             if current != ADB_KEYBOARD_IME:
-                self._ime_before = self._ime_before or current
+                if current not in ("", "null"):
+                    self._ime_before = self._ime_before or current
                 self._shell_checked(f"ime enable {ADB_KEYBOARD_IME}")
                 self._shell_checked(f"ime set {ADB_KEYBOARD_IME}")
             self._ime_ready = True

@@ -281,7 +281,8 @@ class VirtualDevice:
                 entries = await self._call(self.phone.list_dir, path)
                 await stream.write(b"".join(p.sync_dent(m, s, t, n) for n, m, s, t in entries) + p.sync_done_dent())
             elif ident == b"SEND":
-                await self._sync_send(stream, path)
+                if not await self._sync_send(stream, path):
+                    return  # like adbd: after a failed transfer the sync service ends
             elif ident == b"RECV":
                 data = await self._call(self.phone.read_file, path)
                 if data is None:
@@ -296,7 +297,7 @@ class VirtualDevice:
                 await stream.write(p.sync_fail(f"unsupported sync request {ident!r}"))
                 return
 
-    async def _sync_send(self, stream: Stream, spec: str) -> None:
+    async def _sync_send(self, stream: Stream, spec: str) -> bool:
         path, _, mode_text = spec.rpartition(",")
         if not path:
             path, mode_text = spec, "33188"
@@ -307,13 +308,13 @@ class VirtualDevice:
             if ident == b"DATA":
                 if value > p.SYNC_DATA_MAX:
                     await stream.write(p.sync_fail(f"data chunk of {value} bytes exceeds {p.SYNC_DATA_MAX}"))
-                    return
+                    return False
                 parts.append(await stream.read_exact(value))
             elif ident == b"DONE":
                 mtime = value or int(time.time())
                 await self._call(self.phone.write_file, path, b"".join(parts), mode, mtime)
                 await stream.write(p.sync_status(b"OKAY"))
-                return
+                return True
             else:
                 await stream.write(p.sync_fail(f"unexpected {ident!r} during SEND"))
-                return
+                return False

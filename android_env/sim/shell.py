@@ -33,6 +33,8 @@ ANDROID_SDK = "34"
 _KEYCODES = {code: name for name, code in KEY_NAMES.items()}
 _KEYCODES.update({f"KEYCODE_{name.upper()}": name for name in KEY_NAMES})
 _KEYCODES.update({"KEYCODE_DEL": "delete", "KEYCODE_APP_SWITCH": "recents", "KEYCODE_MOVE_END": "move_end"})
+# `input keyevent` also takes names without the KEYCODE_ prefix (KeyEvent.keyCodeFromString).
+_KEYCODES.update({k.removeprefix("KEYCODE_"): v for k, v in list(_KEYCODES.items()) if isinstance(k, str)})
 
 
 ADB_KEYBOARD_IME = "com.android.adbkeyboard/.AdbIME"
@@ -434,7 +436,10 @@ def _dumpsys(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
         return (f"  mResumedActivity: ActivityRecord{{7c2d4e5 u0 {act} t12}}\n"
                 f"  ResumedActivity: ActivityRecord{{7c2d4e5 u0 {act} t12}}\n").encode(), 0
     if args[:1] == ["display"]:
-        return f"  mBaseDisplayInfo=DisplayInfo{{\"Built-in Screen\", real {dev.width} x {dev.height}, rotation 0}}\n".encode(), 0
+        return (f"  mBaseDisplayInfo=DisplayInfo{{\"Built-in Screen\", real {dev.width} x {dev.height}, rotation 0}}\n"
+                f"  mDefaultViewport=DisplayViewport{{type=INTERNAL, valid=true, isActive=true, displayId=0, "
+                f"orientation=0, logicalFrame=Rect(0, 0 - {dev.width}, {dev.height}), deviceWidth={dev.width}, "
+                f"deviceHeight={dev.height}}}\n").encode(), 0
     return b"", 0
 
 
@@ -456,10 +461,19 @@ def _pm(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
     return f"Error: unknown pm command {' '.join(args)}\n".encode(), 1
 
 
+_SETTING_DEFAULTS = {
+    ("secure", "default_input_method"): LATIN_IME,
+    ("secure", "enabled_input_methods"): LATIN_IME,
+    ("global", "window_animation_scale"): "1.0",
+    ("global", "transition_animation_scale"): "1.0",
+    ("global", "animator_duration_scale"): "1.0",
+}
+
+
 def _settings(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
     store = dev.settings
     if len(args) >= 3 and args[0] == "get":
-        return (store.get((args[1], args[2]), "null") + "\n").encode(), 0
+        return (store.get((args[1], args[2]), _SETTING_DEFAULTS.get((args[1], args[2]), "null")) + "\n").encode(), 0
     if len(args) >= 4 and args[0] == "put":
         store[(args[1], args[2])] = args[3]
         return b"", 0
