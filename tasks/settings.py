@@ -21,7 +21,8 @@ def _settings(device) -> dict[str, Any]:
 def slider_path(current: int, target: int) -> list[str]:
     """The shortest presses from `current` to `target`: "center" (a tap on the middle of the
     slider sets 50), "up" and "down" (the step buttons, clamped to 0..100)."""
-    moves = {"center": lambda v: 50, "up": lambda v: min(100, v + STEP), "down": lambda v: max(0, v - STEP)}
+    # Step buttons first, so that on a tie the path is the plain one.
+    moves = {"up": lambda v: min(100, v + STEP), "down": lambda v: max(0, v - STEP), "center": lambda v: 50}
     prev: dict[int, tuple[int, str] | None] = {current: None}
     queue = deque([current])
     while queue:
@@ -247,7 +248,7 @@ class SettingsFlightMode(_SettingsTask):
     params = {"volume": "media volume in percent, a multiple of 10"}
     kind = "multi"
     complexity = 4
-    max_steps = 20
+    max_steps = 22
 
     @classmethod
     def sample_params(cls, rng):
@@ -280,7 +281,7 @@ class SettingsNightMode(_SettingsTask):
     params = {"level": "brightness in percent, a multiple of 10"}
     kind = "multi"
     complexity = 4
-    max_steps = 20
+    max_steps = 22
 
     @classmethod
     def sample_params(cls, rng):
