@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from coadapt.android_env.sim.app import SimApp
-from coadapt.android_env.sim.canvas import HINT, SURFACE_2, TEXT_2, WHITE
+from coadapt.android_env.sim.canvas import HINT, SURFACE_2, WHITE
 from coadapt.android_env.sim.node import Node
 from coadapt.android_env.sim.widgets import (
     Button, ButtonRow, Chip, EditText, Fab, KeyValue, LayoutCtx, ListItem, ListView, Row, Screen, Spacer, Switch, Tabs,

@@ -9,7 +9,7 @@ from coadapt.apps.contacts import (
     COMPANIES, FIRST_NAMES, LAST_NAMES, MAX_CONTACTS, digits, sample_contacts, sample_email, sample_phone,
 )
 
-from .base import OracleCtx, Solution, TaskTemplate, answer_matches
+from .base import TaskTemplate, answer_matches
 
 APP = "com.example.contacts"
 
