@@ -57,7 +57,7 @@ def screen() -> Observation:
 @pytest.fixture(scope="module")
 def editor() -> Observation:
     """The Notes app's editor on a simulated phone."""
-    env = AndroidEnv(SimDevice(make_apps()), label_map())
+    env = AndroidEnv(SimDevice(make_apps(["com.example.notes"])), label_map())
 
     class Task:
         goal, max_steps = "add a note", 10

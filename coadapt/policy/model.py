@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Literal, Sequence
@@ -123,6 +124,9 @@ class VLMPolicy:
         self.tokenizer = processor.tokenizer  # type: ignore[attr-defined]
         self.end_id = self._end_token_id()
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.end_id
+        # Qwen-VL models keep M-RoPE offsets (rope_deltas) on the module between calls, so two
+        # threads must not run the model at once (rollout workers share one policy).
+        self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ loading and saving
 
@@ -287,13 +291,14 @@ class VLMPolicy:
         sampling: dict[str, Any] = {"do_sample": False}
         if cfg.temperature > 0:
             sampling = {"do_sample": True, "temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": 0}
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            seqs = self.model.generate(**batch, max_new_tokens=cfg.max_new_tokens, pad_token_id=self.pad_id,
-                                       eos_token_id=self._stop_ids(), **sampling)
-        finally:
-            self.model.train(was_training)
+        with self._lock:
+            was_training = self.model.training
+            self.model.eval()
+            try:
+                seqs = self.model.generate(**batch, max_new_tokens=cfg.max_new_tokens, pad_token_id=self.pad_id,
+                                           eos_token_id=self._stop_ids(), **sampling)
+            finally:
+                self.model.train(was_training)
         new = seqs[:, batch["input_ids"].shape[1]:].tolist()
         stops = set(self._stop_ids())
         results = []
@@ -325,7 +330,8 @@ class VLMPolicy:
         if answer_len == 0:
             raise ConfigError("every target is empty; an answer has at least the end token")
         # Answers end every row (left padding), so logits are needed only for the last positions.
-        logits = self.model(**batch, logits_to_keep=answer_len + 1, use_cache=False).logits[:, :-1].float()
+        with self._lock:
+            logits = self.model(**batch, logits_to_keep=answer_len + 1, use_cache=False).logits[:, :-1].float()
         gold = labels[:, -answer_len:]
         mask = gold != -100
         logp = torch.log_softmax(logits, dim=-1).gather(-1, gold.clamp(min=0).unsqueeze(-1)).squeeze(-1)

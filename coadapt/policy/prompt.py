@@ -118,6 +118,7 @@ def prompt_text(inp: PolicyInput, config: PromptConfig) -> str:
             lines.append("(none)")
     if config.history_steps > 0:
         recent = inp.history[-config.history_steps :]
+        recent = [_cut(" ".join(h.split()), 2 * config.max_label_chars) for h in recent]
         lines.append("Previous actions: " + ("; ".join(recent) if recent else "none"))
     if config.instruction_text:
         lines.append(config.instruction_text)
