@@ -160,7 +160,7 @@ class RecipesApp(SimApp):
     package = "com.example.recipes"
     label = "Recipes"
     icon = "recipe"
-    color = "#E8710A"
+    color = "#AD1457"
 
     def reset_state(self) -> None:
         self.state = RecipesState()

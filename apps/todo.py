@@ -93,7 +93,7 @@ class TodoApp(SimApp):
     package = "com.example.todo"
     label = "To-do"
     icon = "check"
-    color = "#3949AB"
+    color = "#512DA8"
 
     def reset_state(self) -> None:
         self.state = TodoState()
