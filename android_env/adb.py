@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import socket
+import struct
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, TypeVar
@@ -67,12 +68,18 @@ class AdbConfig:
     """Wait before the first retry, in seconds; doubles on each further retry."""
     dump_retries: int = 3
     """Extra attempts when a UI dump is refused (idle state, null root, empty hierarchy)."""
+    screencap: Literal["raw", "png"] = "raw"
+    """Screenshot transfer: "raw" frame buffer (no PNG encoding on the device; several MB over
+    the wire, fast on emulators and virtual devices) or "png" (small, slow to encode on a phone).
+    Raw falls back to PNG for pixel formats it does not know."""
     launch_timeout_s: float = 10.0
     """How long `launch` waits for the app to take the focus, in seconds."""
     dismiss_system_dialogs: bool = True
     """Dismiss ANR and crash dialogs before returning a UI tree or the current package."""
 
     def __post_init__(self) -> None:
+        if self.screencap not in ("raw", "png"):
+            raise ConfigError(f"screencap {self.screencap!r}; use raw or png")
         if self.ui_backend not in ("auto", "u2", "uiautomator"):
             raise ConfigError(f"ui_backend {self.ui_backend!r}; use one of auto, u2, uiautomator")
         if self.timeout_s <= 0 or self.launch_timeout_s < 0:
@@ -174,6 +181,31 @@ def find_system_dialog(tree: UiTree) -> tuple[DialogKind, UiElement] | None:
     return None
 
 
+# screencap raw pixel formats (android.graphics.PixelFormat / HAL): bytes per pixel, PIL raw mode.
+# The alpha byte is dropped while unpacking (RGBX, BGRX): the screen is opaque.
+_RAW_FORMATS = {1: (4, "RGBX"), 2: (4, "RGBX"), 3: (3, "RGB"), 4: (2, "BGR;16"), 5: (4, "BGRX")}
+
+
+def decode_raw_screencap(data: bytes) -> Image.Image | None:
+    """An RGB image from `screencap` raw output, or None if the format is not recognised.
+
+    The header is width, height, format (u32 LE), plus a dataspace u32 since Android 12; which
+    one a device writes is told by the total size.
+    """
+    if len(data) < 12:
+        return None
+    w, h, fmt = struct.unpack_from("<3I", data)
+    spec = _RAW_FORMATS.get(fmt)
+    if spec is None or not (0 < w <= 16384 and 0 < h <= 16384):
+        return None
+    bpp, rawmode = spec
+    header = len(data) - w * h * bpp
+    if header not in (12, 16):
+        return None
+    # frombytes, not frombuffer: frombuffer maps RGBX data as an RGBX image instead of decoding.
+    return Image.frombytes("RGB", (w, h), data[header:], "raw", rawmode)
+
+
 def input_text_arg(text: str) -> str:
     """`text` as one shell word for `input text`: spaces become %s, the rest is shell-quoted."""
     return shlex.quote(text.replace(" ", "%s"))
@@ -194,21 +226,20 @@ class AdbDevice:
     """
 
     def __init__(self, serial: str, config: AdbConfig | None = None, *, sleep: Callable[[float], None] = time.sleep):
-        import adbutils  # local: adbutils is only needed once an ADB device is used
-
         self.serial = serial
         self.config = config or AdbConfig()
         self._sleep = sleep
-        self._client = adbutils.AdbClient(host=self.config.adb_host, port=self.config.server_port, socket_timeout=self.config.timeout_s)
-        self._adb = self._client.device(serial)
+        self._client, self._adb = _adbutils_device(self.config, serial)
         self._v2: bool | None = None
         self._u2: Any = None
         self._u2_broken = self.config.ui_backend == "uiautomator"
         self._size: tuple[int, int] | None = None
+        self._raw_screencap: bool | None = None
         self._coadapt: bool | None = None
         self._ime_before: str | None = None
         self._ime_ready = False
         self._closed = False
+        self._server_checked = False
         self.dialogs_dismissed = 0
         """How many ANR/crash dialogs this object has dismissed (for logs and health reports)."""
 
@@ -227,6 +258,12 @@ class AdbDevice:
         return self._size
 
     def screenshot(self) -> Image.Image:
+        if self.config.screencap == "raw" and self._raw_screencap is not False:
+            img = self._retry("screencap", self._screenshot_raw)
+            if img is not None:
+                self._size = img.size
+                return img
+            self._raw_screencap = False  # this device's raw format is unknown to us: use PNG
         cmd = "screencap -p"
 
         def grab() -> Image.Image:
@@ -243,6 +280,13 @@ class AdbDevice:
 
         img = self._retry(cmd, grab)
         self._size = img.size
+        return img
+
+    def _screenshot_raw(self) -> Image.Image | None:
+        data = self._exec("screencap")
+        img = decode_raw_screencap(data)
+        if img is None:
+            log.info("%s: raw screencap not understood (%d bytes); switching to PNG", self.serial, len(data))
         return img
 
     def ui_tree(self) -> UiTree:
@@ -374,8 +418,10 @@ class AdbDevice:
         import adbutils
 
         try:
+            if not self._server_checked:
+                self._check_server()
             return self._adb.get_state()
-        except (adbutils.AdbError, OSError, EOFError):
+        except (adbutils.AdbError, OSError, EOFError, DeviceOfflineError):
             return "absent"
 
     def ping(self, timeout_s: float = 5.0) -> bool:
@@ -440,6 +486,21 @@ class AdbDevice:
     def _check_open(self) -> None:
         if self._closed:
             raise DeviceError("device is closed", serial=self.serial)
+        if not self._server_checked:
+            self._check_server()
+
+    def _check_server(self) -> None:
+        """adbutils starts a missing server by itself, but always on the default port; with a
+        custom port that would start a stray server and still fail, so say so instead."""
+        default = int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
+        if self.config.server_port != default:
+            try:
+                socket.create_connection((self.config.adb_host, self.config.server_port), timeout=2).close()
+            except OSError as e:
+                raise DeviceOfflineError(f"no adb server at {self.config.adb_host}:{self.config.server_port} ({e}); "
+                                         f"start one with `adb -P {self.config.server_port} start-server`",
+                                         serial=self.serial) from e
+        self._server_checked = True
 
     def _retry(self, what: str, fn: Callable[[], T]) -> T:
         """Run `fn`; on a transient failure wait and try again (bounded, exponential backoff).
@@ -510,7 +571,11 @@ class AdbDevice:
         with self._adb.open_transport(timeout=self.config.timeout_s) as c:
             c.send_command("exec:" + cmd)
             c.check_okay()
-            return c.read_until_close(encoding=None)
+            # Not c.read_until_close(): it grows one bytes object 4 KiB at a time (quadratic).
+            chunks = []
+            while chunk := c.conn.recv(1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
 
     def _focus(self) -> Focus:
         cmd = "dumpsys window | grep -E 'mCurrentFocus|mFocusedApp'"
@@ -664,6 +729,33 @@ class AdbDevice:
         self._shell_checked(f"am broadcast -a ADB_INPUT_B64 --es msg {b64}")
 
 
+def _adbutils_device(config: AdbConfig, serial: str) -> tuple[Any, Any]:
+    """An adbutils (client, device) pair tuned for many small requests.
+
+    adbutils asks the server for its version before every device command (one more connection
+    each time) and leaves Nagle's algorithm on, so uiautomator2's HTTP requests, written as
+    headers then body, stall ~40 ms on delayed ACKs. The client here asks once and sets
+    TCP_NODELAY on its connections.
+    """
+    import adbutils  # local: adbutils is only needed once an ADB device is used
+
+    class Client(adbutils.AdbClient):
+        _version: int | None = None
+
+        def server_version(self) -> int:
+            if self._version is None:
+                self._version = super().server_version()
+            return self._version
+
+        def make_connection(self, timeout: float | None = None):
+            conn = super().make_connection(timeout)
+            conn.conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return conn
+
+    client = Client(host=config.adb_host, port=config.server_port, socket_timeout=config.timeout_s)
+    return client, adbutils.AdbDevice(client, serial=serial)
+
+
 class _U2Input:
     """Touches and keys over uiautomator2 JSON-RPC, one HTTP round trip each."""
 
@@ -688,4 +780,7 @@ def _is_u2_error(e: BaseException) -> bool:
     return isinstance(e, (u2e.BaseException, ConnectionError))
 
 
-__all__ = ["AdbConfig", "AdbDevice", "Focus", "find_system_dialog", "input_text_arg", "parse_focus", "parse_wm_size"]
+__all__ = [
+    "AdbConfig", "AdbDevice", "Focus", "decode_raw_screencap", "find_system_dialog", "input_text_arg", "parse_focus",
+    "parse_wm_size",
+]

@@ -19,7 +19,7 @@ from typing import Callable
 
 from coadapt.android_env.errors import ConfigError, DeviceError, DeviceTimeoutError
 
-from .adb_server import adb_binary, send_host_request
+from .adb_server import adb_binary, send_host_request, server_running
 
 log = logging.getLogger(__name__)
 
@@ -158,8 +158,8 @@ def wait_for_boot(
 ) -> float:
     """Wait until `getprop sys.boot_completed` is 1 on `serial`; returns the seconds waited.
 
-    Before the emulator registers, the adb server may not list it yet: that is polled too, and
-    `host:emulator:PORT` is sent so the server need not wait for its own scan. `alive` (e.g.
+    Until the adb server lists the emulator, each poll sends it `host:emulator:PORT` (as the
+    emulator itself does) so the server need not wait for its next scan. `alive` (e.g.
     AvdProcess.alive) ends the wait early with DeviceError when the emulator process died.
     Raises DeviceTimeoutError after `timeout_s` seconds.
     """
@@ -168,14 +168,16 @@ def wait_for_boot(
     port = adb_port if adb_port is not None else int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
     client = adbutils.AdbClient(port=port, socket_timeout=10)
     start = clock()
-    notified = False
     while True:
         if alive is not None and not alive():
             raise DeviceError("the emulator process exited before boot completed", command="emulator", serial=serial)
         try:
-            if not notified and serial.startswith("emulator-"):
+            if not server_running(port):
+                # adbutils would start a server on the default port by itself; never do that here.
+                raise DeviceError(f"no adb server on port {port}", command="adb start-server")
+            if serial.startswith("emulator-") and serial not in {d.serial for d in client.device_list()}:
+                # What a booting emulator sends itself; repeated because the server tries once.
                 send_host_request(port, f"host:emulator:{int(serial.split('-')[1]) + 1}")
-                notified = True
             value = client.device(serial).shell("getprop sys.boot_completed", timeout=10).strip()
             if value == "1":
                 waited = clock() - start

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from coadapt.android_env.adb import (
-    AdbConfig, AdbDevice, Focus, find_system_dialog, input_text_arg, parse_focus, parse_wm_size,
+    AdbConfig, AdbDevice, Focus, decode_raw_screencap, find_system_dialog, input_text_arg, parse_focus, parse_wm_size,
 )
 from coadapt.android_env.check import check_device
 from coadapt.android_env.device import Device
@@ -82,11 +82,36 @@ def test_find_system_dialog_picks_wait_for_anr_and_close_for_crash():
     assert find_system_dialog(parse_xml(_ANR_XML.replace("isn’t responding", "notes"))) is None
 
 
+@pytest.mark.parametrize("fmt, pixel, header", [
+    (1, bytes([10, 20, 30, 255]), 16),  # RGBA_8888, Android 12+ header with dataspace
+    (1, bytes([10, 20, 30, 255]), 12),  # older 12-byte header
+    (2, bytes([10, 20, 30, 0]), 16),  # RGBX_8888
+    (5, bytes([30, 20, 10, 255]), 16),  # BGRA_8888
+    (3, bytes([10, 20, 30]), 16),  # RGB_888
+])
+def test_decode_raw_screencap_formats(fmt, pixel, header):
+    import struct
+
+    head = struct.pack("<4I", 3, 2, fmt, 0)[:header]
+    img = decode_raw_screencap(head + pixel * 6)
+    assert img.mode == "RGB" and img.size == (3, 2) and img.getpixel((2, 1)) == (10, 20, 30)
+
+
+def test_decode_raw_screencap_rejects_what_it_does_not_know():
+    import struct
+
+    assert decode_raw_screencap(b"\x89PNG\r\n\x1a\n" + bytes(100)) is None
+    assert decode_raw_screencap(struct.pack("<4I", 3, 2, 99, 0) + bytes(24)) is None  # unknown format
+    assert decode_raw_screencap(struct.pack("<4I", 3, 2, 1, 0) + bytes(5)) is None  # truncated
+
+
 def test_config_validation_names_the_fix():
     with pytest.raises(ConfigError, match="auto, u2, uiautomator"):
         AdbConfig(ui_backend="fast")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="timeout_s"):
         AdbConfig(timeout_s=0)
+    with pytest.raises(ConfigError, match="raw or png"):
+        AdbConfig(screencap="jpeg")  # type: ignore[arg-type]
     assert AdbConfig(adb_port=1234).server_port == 1234
 
 
@@ -120,9 +145,9 @@ def make_device(adb_server, vd, backend="auto", **kw) -> AdbDevice:
     return AdbDevice(vd.adb_serial, AdbConfig(adb_port=adb_server.port, ui_backend=backend, **kw), sleep=Sleeps())
 
 
-@pytest.mark.parametrize("backend", ["u2", "uiautomator"])
-def test_conformance_through_real_adb(adb_server, vdev, backend):
-    dev = make_device(adb_server, vdev, backend)
+@pytest.mark.parametrize("backend, screencap", [("u2", "raw"), ("uiautomator", "png")])
+def test_conformance_through_real_adb(adb_server, vdev, backend, screencap):
+    dev = make_device(adb_server, vdev, backend, screencap=screencap)
     assert isinstance(dev, Device)
     check_device(dev).raise_if_failed()
     assert dev.ui_backend_in_use == backend
@@ -162,6 +187,15 @@ def test_refused_dumps_are_retried_with_backoff(adb_server, vdev):
         dev.ui_tree()
     assert e.value.command and "uiautomator dump" in e.value.command
     vdev.run(vdev.phone.dump_faults.clear)
+
+
+def test_screenshots_match_the_device_pixel_for_pixel(adb_server, vdev):
+    dev = make_device(adb_server, vdev, "uiautomator")
+    expected = vdev.run(vdev.sim.screenshot)
+    for fmt in ("raw", "png"):
+        shot = make_device(adb_server, vdev, "uiautomator", screencap=fmt).screenshot()
+        assert shot.mode == "RGB" and shot.tobytes() == expected.tobytes(), fmt
+    assert dev.screen_size() == expected.size
 
 
 def test_stale_dump_file_is_never_read(adb_server, vdev):
@@ -280,3 +314,13 @@ def test_emulator_style_device_is_auto_named(adb_server):
         vd.kill()
         with pytest.raises(DeviceOfflineError):
             dev.shell("echo hi")
+
+
+def test_missing_adb_server_is_reported_not_started(tmp_path):
+    from coadapt.emulator.adb_server import free_port
+
+    port = free_port()
+    dev = AdbDevice("emulator-5554", AdbConfig(adb_port=port), sleep=Sleeps())
+    with pytest.raises(DeviceOfflineError, match=f"adb -P {port} start-server"):
+        dev.shell("echo hi")
+    assert dev.state() == "absent" and not dev.ping()

@@ -20,6 +20,7 @@ import io
 import json
 import re
 import shlex
+import struct
 from typing import TYPE_CHECKING, Callable
 
 from ..device import KEY_NAMES
@@ -497,10 +498,16 @@ def _uiautomator(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
 
 
 def _screencap(dev: "SimDevice", args: list[str]) -> tuple[bytes, int]:
-    buf = io.BytesIO()
-    dev.screenshot().save(buf, format="PNG", compress_level=1)
-    data = buf.getvalue()
+    # Like the real tool: PNG with -p or a *.png file name, else the raw frame buffer with its
+    # header (width, height, pixel format 1 = RGBA_8888, dataspace; u32 LE each, Android 12+).
     paths = [a for a in args if not a.startswith("-")]
+    img = dev.screenshot()
+    if "-p" in args or (paths and paths[0].endswith(".png")):
+        buf = io.BytesIO()
+        img.save(buf, format="PNG", compress_level=1)
+        data = buf.getvalue()
+    else:
+        data = struct.pack("<4I", img.width, img.height, 1, 0) + img.tobytes("raw", "RGBX")  # X packs as 255
     if paths:
         dev.files[paths[0]] = data
         return b"", 0
