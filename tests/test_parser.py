@@ -19,7 +19,8 @@ from coadapt.android_env.observation import Observation
 from coadapt.android_env.sim.device import SimDevice
 from coadapt.android_env.uitree import parse_xml
 from coadapt.apps import label_map, make_apps
-from coadapt.policy.parser import format_action, parse_action, resolve_element
+from coadapt.policy.elements import resolve_element
+from coadapt.policy.parser import format_action, parse_action
 
 W, H = 720, 1600
 

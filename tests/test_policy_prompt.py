@@ -69,7 +69,7 @@ def test_make_inputs_checks_lengths(editor: Observation) -> None:
 
 
 def test_configs_validate_and_round_trip() -> None:
-    torch = pytest.importorskip("torch")  # noqa: F841  (model.py imports torch)
+    pytest.importorskip("torch")  # model.py imports torch
     from coadapt.policy.model import LoraSettings, PolicyConfig
 
     cfg = PolicyConfig(prompt=PromptConfig(style="call", history_steps=2), temperature=0.7)

@@ -45,7 +45,7 @@ import json
 import logging
 import math
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Callable, Literal
 
 from coadapt.android_env.actions import (
@@ -56,6 +56,12 @@ from coadapt.android_env.errors import ActionError
 from coadapt.android_env.observation import Observation
 from coadapt.android_env.uitree import UiElement
 
+from .elements import editable, element_at, element_names, looks_like_point, resolve_element, scrollable, tappable
+from .lexer import (
+    CALL_RE, INT_RE, LINE_VERB_RE, NUMBER_RE, QUOTED_VERB_RE, VERBS, Call, LexError, Token, read_call_args,
+    read_text_args,
+)
+
 log = logging.getLogger(__name__)
 
 FormatStyle = Literal["text", "call", "json"]
@@ -63,196 +69,12 @@ FORMAT_STYLES: tuple[str, ...] = ("text", "call", "json")
 MAX_INPUT_CHARS = 20_000
 """Longer model outputs are cut to this many characters before parsing."""
 _MAX_CANDIDATES = 50  # places tried per text: keeps junk full of "tap(" from costing quadratic time
-
-# alias -> canonical verb
-_VERBS: dict[str, str] = {
-    **dict.fromkeys(("tap", "click", "left_single", "left_click", "touch"), "tap"),
-    **dict.fromkeys(("long_press", "longpress", "long_click", "long_tap"), "long_press"),
-    **dict.fromkeys(("type", "input_text", "type_text", "input", "write"), "type"),
-    **dict.fromkeys(("scroll",), "scroll"),
-    **dict.fromkeys(("swipe",), "swipe"),
-    **dict.fromkeys(("drag", "left_drag"), "drag"),
-    **dict.fromkeys(("back", "press_back", "navigate_back", "go_back"), "back"),
-    **dict.fromkeys(("home", "press_home", "navigate_home", "go_home"), "home"),
-    **dict.fromkeys(("enter", "press_enter", "keyboard_enter"), "enter"),
-    **dict.fromkeys(("open_app", "launch_app", "open", "launch"), "open_app"),
-    **dict.fromkeys(("wait", "sleep"), "wait"),
-    **dict.fromkeys(("done", "finished", "finish", "complete", "answer"), "done"),
-    **dict.fromkeys(("infeasible", "impossible"), "infeasible"),
-}
 _DIRECTIONS = ("up", "down", "left", "right")
 _FILLERS = frozenset({"into", "in", "on", "at", "to", "the", "field", "element"})
 _TRUE = frozenset({"true", "yes", "1"})
 
-# Aliases that are everyday English words ("Open the app...", "Complete the form") would read
-# prose as actions, so a line opening with one of them is not taken as a text-style action.
-_PROSE_WORDS = frozenset({"open", "launch", "input", "write", "complete", "answer", "touch", "finish", "sleep", "impossible"})
-
-
-def _alternation(words: object) -> str:
-    return "|".join(sorted(map(re.escape, words), key=len, reverse=True))  # type: ignore[arg-type]
-
-
-_VERB_ALT = _alternation(_VERBS)
-_CALL_RE = re.compile(rf"(?<![\w.])({_VERB_ALT})[ \t]*\(", re.IGNORECASE)
-# Text style: a verb opening a line (after bullets or numbering), or a verb followed by a quote.
-_LINE_VERB_RE = re.compile(rf"^[ \t>*\-#`\d.)]*({_alternation(set(_VERBS) - _PROSE_WORDS)})(?![\w(])",
-                           re.IGNORECASE | re.MULTILINE)
-_QUOTED_VERB_RE = re.compile(rf"(?<![\w.])({_VERB_ALT})[ \t]+(?=[\"'\u201c])", re.IGNORECASE)
 _FENCE_RE = re.compile(r"```[ \t]*[\w-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _ACTION_MARK_RE = re.compile(r"\baction[ \t]*:", re.IGNORECASE)
-_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_INT_RE = re.compile(r"-?\d+")
-# Separators between numbers are explicit (a comma or blanks) so that no regex here can split a
-# run of digits in many ways and backtrack for ever on junk.
-_SEP = r"(?:[ \t]*,[ \t]*|[ \t]+)"
-_NUM = r"-?\d+(?:\.\d+)?"
-_GROUP_RE = re.compile(rf"[ \t]*{_NUM}(?:{_SEP}{_NUM})*[ \t]*")
-_COORD_STR_RE = re.compile(rf"[ \t]*(?:<\|box_start\|>|<point>|<bbox>|[(\[])?[ \t]*{_NUM}(?:{_SEP}{_NUM}){{1,3}}"
-                           rf"[ \t]*(?:<\|box_end\|>|</point>|</bbox>|[)\]])?[ \t]*")
-
-
-# --------------------------------------------------------------------------- lexing
-
-
-@dataclass(frozen=True)
-class _Tok:
-    kind: Literal["str", "num", "word", "group"]
-    text: str
-    """The value: decoded string, number text, word, or for a group the numbers' source text."""
-    numbers: tuple[float, ...] = ()
-    """The number(s) of a num or group token."""
-
-
-@dataclass
-class _Call:
-    verb: str
-    args: list[_Tok] = field(default_factory=list)
-    kwargs: dict[str, _Tok] = field(default_factory=dict)
-
-
-class _SyntaxError(Exception):
-    """Internal: this candidate is not an action; try the next one."""
-
-
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "0": "\0", "/": "/"}
-_OPEN_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019"}
-_WORD_RE = re.compile(r"[A-Za-z_][\w.\-]*")
-
-
-def _read_string(s: str, i: int) -> tuple[str, int]:
-    """Decode the quoted string starting at s[i]; returns (value, index after the closing quote)."""
-    close = _OPEN_QUOTES[s[i]]
-    out: list[str] = []
-    j = i + 1
-    n = len(s)
-    while j < n:
-        c = s[j]
-        if c == close:
-            return "".join(out), j + 1
-        if c == "\\" and j + 1 < n:
-            e = s[j + 1]
-            if e == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", s[j + 2 : j + 6]):
-                code = int(s[j + 2 : j + 6], 16)
-                j += 6
-                # A JSON surrogate pair spells one character outside the BMP.
-                if 0xD800 <= code < 0xDC00 and s[j : j + 2] == "\\u" and re.fullmatch(r"[dD][c-fC-F][0-9a-fA-F]{2}", s[j + 2 : j + 6]):
-                    low = int(s[j + 2 : j + 6], 16)
-                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                    j += 6
-                # A lone surrogate cannot be encoded (tokenizer, device, logs): replace it.
-                out.append("\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code))
-                continue
-            out.append(_ESCAPES.get(e, e))
-            j += 2
-            continue
-        out.append(c)
-        j += 1
-    raise _SyntaxError("unterminated string")
-
-
-def _read_group(s: str, i: int) -> tuple[_Tok, int]:
-    """A bracketed tuple of numbers such as `(120, 540)` or `[1, 2, 3, 4]`."""
-    close = ")" if s[i] == "(" else "]"
-    end = s.find(close, i + 1)
-    if end < 0:
-        raise _SyntaxError(f"unclosed {s[i]!r}")
-    inner = s[i + 1 : end]
-    if not _GROUP_RE.fullmatch(inner):
-        raise _SyntaxError(f"not a group of numbers: {inner[:40]!r}")
-    nums = tuple(float(m) for m in _NUMBER_RE.findall(inner))
-    return _Tok("group", inner, nums), end + 1
-
-
-def _read_value(s: str, i: int) -> tuple[_Tok, int]:
-    c = s[i]
-    if c in _OPEN_QUOTES:
-        value, j = _read_string(s, i)
-        return _Tok("str", value), j
-    if c in "([":
-        return _read_group(s, i)
-    m = _NUMBER_RE.match(s, i)
-    if m and not (m.end() < len(s) and (s[m.end()].isalpha() or s[m.end()] == "_")):
-        return _Tok("num", m.group(), (float(m.group()),)), m.end()
-    m = _WORD_RE.match(s, i)
-    if m:
-        return _Tok("word", m.group()), m.end()
-    raise _SyntaxError(f"unexpected {c!r}")
-
-
-def _skip_space(s: str, i: int, newlines: bool) -> int:
-    while i < len(s) and (s[i] in " \t" or (newlines and s[i] in "\r\n")):
-        i += 1
-    return i
-
-
-def _parse_call_args(s: str, i: int, call: _Call) -> None:
-    """Arguments after `verb(`; a missing `)` at the end of the text is forgiven."""
-    while True:
-        i = _skip_space(s, i, newlines=True)
-        if i >= len(s) or s[i] == ")":
-            return
-        if s[i] == ",":
-            i += 1
-            continue
-        m = _WORD_RE.match(s, i)
-        if m:
-            after = _skip_space(s, m.end(), newlines=True)
-            if after < len(s) and s[after] in "=:":
-                value_at = _skip_space(s, after + 1, newlines=True)
-                if value_at >= len(s):
-                    raise _SyntaxError(f"no value for {m.group()!r}")
-                tok, i = _read_value(s, value_at)
-                call.kwargs[m.group().lower()] = tok
-                continue
-        tok, i = _read_value(s, i)
-        call.args.append(tok)
-
-
-def _parse_text_args(s: str, i: int, call: _Call) -> None:
-    """Arguments of the text style, up to the end of the line or the first thing that is not one."""
-    while True:
-        i = _skip_space(s, i, newlines=False)
-        if i >= len(s) or s[i] in "\r\n":
-            return
-        if s[i] == ",":
-            i += 1
-            continue
-        m = _WORD_RE.match(s, i)
-        if m and s[m.end() : m.end() + 1] == "=":
-            try:
-                tok, i = _read_value(s, m.end() + 1)
-            except (_SyntaxError, IndexError):
-                return
-            call.kwargs[m.group().lower()] = tok
-            continue
-        try:
-            tok, i = _read_value(s, i)
-        except _SyntaxError:
-            if s[i] in _OPEN_QUOTES:
-                raise  # an unterminated string is an error, not trailing junk
-            return
-        call.args.append(tok)
 
 
 # --------------------------------------------------------------------------- finding the action
@@ -304,9 +126,9 @@ def _balanced(text: str, start: int) -> str | None:
 def _candidates(text: str) -> list[tuple[int, str, object]]:
     """(position, kind, payload) of every place an action may start, earliest first."""
     found: list[tuple[int, str, object]] = [(pos, "json", obj) for pos, obj in _json_candidates(text)]
-    for m in _CALL_RE.finditer(text):
+    for m in CALL_RE.finditer(text):
         found.append((m.start(1), "call", m))
-    for regex in (_LINE_VERB_RE, _QUOTED_VERB_RE):
+    for regex in (LINE_VERB_RE, QUOTED_VERB_RE):
         for m in regex.finditer(text):
             found.append((m.start(1), "text", m))
     # At one position a call beats the text reading of the same verb.
@@ -360,13 +182,13 @@ def _search(text: str, obs: Observation, image_size: tuple[int, int] | None, raw
                 action = _from_json_dict(payload)  # type: ignore[arg-type]
             else:
                 m: re.Match = payload  # type: ignore[assignment]
-                call = _Call(_VERBS[m.group(1).lower()])
+                call = Call(VERBS[m.group(1).lower()])
                 if kind == "call":
-                    _parse_call_args(text, m.end(), call)
+                    read_call_args(text, m.end(), call)
                 else:
-                    _parse_text_args(text, m.end(1), call)
+                    read_text_args(text, m.end(1), call)
                 action = _from_call(call, obs, image_size)
-        except _SyntaxError as e:
+        except LexError as e:
             first_error = first_error or f"bad syntax near {text[pos:pos + 40]!r}: {e}"
             continue
         except ActionError as e:
@@ -405,7 +227,7 @@ def _from_json_dict(d: dict) -> Action:
 # --------------------------------------------------------------------------- call -> action
 
 
-def _as_int(tok: _Tok, what: str) -> int:
+def _as_int(tok: Token, what: str) -> int:
     value = tok.numbers[0] if tok.numbers else None
     if tok.kind != "num" or value is None or not math.isfinite(value) or value != int(value):
         raise ActionError(f"{what} must be a whole number, got {tok.text!r}")
@@ -432,15 +254,15 @@ def _clamp(sx: float, sy: float, obs: Observation) -> tuple[int, int]:
     return min(w - 1, round(sx)), min(h - 1, round(sy))
 
 
-def _box_numbers(tok: _Tok) -> tuple[float, ...]:
+def _box_numbers(tok: Token) -> tuple[float, ...]:
     if tok.kind == "group":
         return tok.numbers
     if tok.kind == "str":
-        return tuple(float(n) for n in _NUMBER_RE.findall(tok.text))
+        return tuple(float(n) for n in NUMBER_RE.findall(tok.text))
     return tok.numbers
 
 
-def _box_point(tok: _Tok, obs: Observation, image_size: tuple[int, int] | None) -> tuple[int, int]:
+def _box_point(tok: Token, obs: Observation, image_size: tuple[int, int] | None) -> tuple[int, int]:
     nums = _box_numbers(tok)
     if len(nums) == 2:
         x, y = nums
@@ -460,7 +282,7 @@ class _Target:
     point: tuple[int, int] | None = None
 
 
-def _target(call: _Call, obs: Observation, image_size: tuple[int, int] | None, prefer: Callable[[UiElement], bool],
+def _target(call: Call, obs: Observation, image_size: tuple[int, int] | None, prefer: Callable[[UiElement], bool],
             skip_strings: int = 0) -> _Target | None:
     """Where an action points: an element index or a screen pixel (None when nothing is given).
 
@@ -483,7 +305,7 @@ def _target(call: _Call, obs: Observation, image_size: tuple[int, int] | None, p
             if strings_seen < skip_strings:
                 strings_seen += 1
                 continue
-            if _looks_like_point(tok.text):
+            if looks_like_point(tok.text):
                 return _Target(point=_box_point(tok, obs, image_size))
             return _Target(index=resolve_element(tok.text, obs, prefer))
         if tok.kind == "num":
@@ -500,12 +322,7 @@ def _target(call: _Call, obs: Observation, image_size: tuple[int, int] | None, p
     return None
 
 
-def _looks_like_point(s: str) -> bool:
-    """A quoted UI-TARS box such as '(120,540)' rather than an element name (a lone number is a name)."""
-    return bool(_COORD_STR_RE.fullmatch(s)) and not re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", s)
-
-
-def _named_or_index(tok: _Tok, obs: Observation, prefer: Callable[[UiElement], bool]) -> _Target:
+def _named_or_index(tok: Token, obs: Observation, prefer: Callable[[UiElement], bool]) -> _Target:
     if tok.kind == "num":
         return _Target(index=_as_int(tok, "an element index"))
     if tok.kind in ("str", "word"):
@@ -513,7 +330,7 @@ def _named_or_index(tok: _Tok, obs: Observation, prefer: Callable[[UiElement], b
     raise ActionError(f"an element is an index or a name, got {tok.text[:40]!r}")
 
 
-def _direction(call: _Call) -> str:
+def _direction(call: Call) -> str:
     tok = call.kwargs.get("direction")
     if tok is not None:
         d = tok.text.strip().lower()
@@ -526,19 +343,19 @@ def _direction(call: _Call) -> str:
     raise ActionError(f"{call.verb} needs a direction: {', '.join(_DIRECTIONS)}")
 
 
-def _without_direction(call: _Call) -> _Call:
+def _without_direction(call: Call) -> Call:
     """`call` less the token `_direction` read (an element may be named "Down" too)."""
     if "direction" in call.kwargs:
-        return _Call(call.verb, list(call.args), {k: v for k, v in call.kwargs.items() if k != "direction"})
+        return Call(call.verb, list(call.args), {k: v for k, v in call.kwargs.items() if k != "direction"})
     args = list(call.args)
     for k, t in enumerate(args):
         if t.kind in ("word", "str") and t.text.strip().lower() in _DIRECTIONS:
             del args[k]
             break
-    return _Call(call.verb, args, dict(call.kwargs))
+    return Call(call.verb, args, dict(call.kwargs))
 
 
-def _first_text(call: _Call, keys: tuple[str, ...], *, words: bool = False) -> str | None:
+def _first_text(call: Call, keys: tuple[str, ...], *, words: bool = False) -> str | None:
     for key in keys:
         if key in call.kwargs:
             return call.kwargs[key].text
@@ -552,16 +369,16 @@ def _first_text(call: _Call, keys: tuple[str, ...], *, words: bool = False) -> s
     return None
 
 
-def _flag(call: _Call, name: str) -> bool:
+def _flag(call: Call, name: str) -> bool:
     if name in call.kwargs:
         return call.kwargs[name].text.strip().lower() in _TRUE
     return any(t.kind == "word" and t.text.lower() == name for t in call.args)
 
 
-def _from_call(call: _Call, obs: Observation, image_size: tuple[int, int] | None) -> Action:
+def _from_call(call: Call, obs: Observation, image_size: tuple[int, int] | None) -> Action:
     verb = call.verb
     if verb in ("tap", "long_press"):
-        t = _target(call, obs, image_size, _tappable)
+        t = _target(call, obs, image_size, tappable)
         if t is None:
             raise ActionError(f"{verb} needs an element (name or index) or a point")
         cls = Tap if verb == "tap" else LongPress
@@ -571,19 +388,19 @@ def _from_call(call: _Call, obs: Observation, image_size: tuple[int, int] | None
         if text is None:
             raise ActionError("type needs the text to type, in quotes")
         from_kw = any(k in call.kwargs for k in ("content", "text", "value"))
-        t = _target(call, obs, image_size, _editable, skip_strings=0 if from_kw else 1)
+        t = _target(call, obs, image_size, editable, skip_strings=0 if from_kw else 1)
         index = None
         if t is not None:
-            index = t.index if t.point is None else element_at(obs, *t.point, prefer=_editable)
+            index = t.index if t.point is None else element_at(obs, *t.point, prefer=editable)
         return Type(text, index=index, clear=_flag(call, "clear"))
     if verb in ("scroll", "swipe"):
         direction = _direction(call)
-        t = _target(_without_direction(call), obs, image_size, _scrollable if verb == "scroll" else _tappable)
+        t = _target(_without_direction(call), obs, image_size, scrollable if verb == "scroll" else tappable)
         if verb == "scroll":
             if t is None:
                 return Scroll(direction)  # type: ignore[arg-type]
             # No scrollable element under a UI-TARS point: scroll the main area, as the env does.
-            index = t.index if t.point is None else element_at(obs, *t.point, prefer=_scrollable)
+            index = t.index if t.point is None else element_at(obs, *t.point, prefer=scrollable)
             return Scroll(direction, index=index)  # type: ignore[arg-type]
         if t is None:
             return Swipe(direction)  # type: ignore[arg-type]
@@ -616,7 +433,7 @@ def _from_call(call: _Call, obs: Observation, image_size: tuple[int, int] | None
         tok = tok or next((t for t in call.args if t.kind == "num"), None)
         if tok is None or not tok.numbers:
             return Wait()
-        return Wait(int(tok.text) if _INT_RE.fullmatch(tok.text) else tok.numbers[0])
+        return Wait(int(tok.text) if INT_RE.fullmatch(tok.text) else tok.numbers[0])
     if verb == "done":
         answer = _first_text(call, ("content", "answer", "text", "result"))
         if answer is None:
@@ -625,74 +442,7 @@ def _from_call(call: _Call, obs: Observation, image_size: tuple[int, int] | None
         return Done(answer)
     if verb == "infeasible":
         return Infeasible(_first_text(call, ("reason", "content", "text")))
-    raise ActionError(f"unknown verb {verb!r}")  # unreachable: _VERBS maps onto the branches above
-
-
-# --------------------------------------------------------------------------- element names
-
-
-def _tappable(e: UiElement) -> bool:
-    return e.clickable or e.long_clickable or e.checkable or e.editable
-
-
-def _editable(e: UiElement) -> bool:
-    return e.editable
-
-
-def _scrollable(e: UiElement) -> bool:
-    return e.scrollable
-
-
-_PREFER: dict[type, Callable[[UiElement], bool]] = {
-    Tap: _tappable, LongPress: _tappable, Type: _editable, Scroll: _scrollable, Swipe: _tappable,
-}
-
-
-def element_names(e: UiElement) -> tuple[str, ...]:
-    """The names an action may call `e` by, most preferred first: text, description, hint."""
-    return tuple(dict.fromkeys(n for n in (e.text, e.content_desc, e.hint) if n))
-
-
-def resolve_element(name: str, obs: Observation, prefer: Callable[[UiElement], bool] = _tappable) -> int:
-    """The index in `obs.elements` of the element called `name` (see the module docstring).
-
-    Raises ActionError when nothing matches or a substring matches several elements.
-    """
-    if not name.strip():
-        raise ActionError("an element name is empty")
-    elems = obs.elements
-
-    def pick(hits: list[int]) -> int:
-        preferred = [i for i in hits if prefer(elems[i])]
-        return (preferred or hits)[0]
-
-    exact = [i for i, e in enumerate(elems) if name in element_names(e)]
-    if exact:
-        return pick(exact)
-    folded = name.casefold()
-    caseless = [i for i, e in enumerate(elems) if any(folded == n.casefold() for n in element_names(e))]
-    if caseless:
-        return pick(caseless)
-    partial = [i for i, e in enumerate(elems) if any(folded.strip() in n.casefold() for n in element_names(e))]
-    if len(partial) == 1:
-        return partial[0]
-    preferred = [i for i in partial if prefer(elems[i])]
-    if len(preferred) == 1:
-        return preferred[0]
-    if partial:
-        shown = ", ".join(repr(elems[i].label) for i in partial[:5])
-        raise ActionError(f"{name!r} is ambiguous on this screen: {shown}")
-    raise ActionError(f"no element named {name!r} on this screen")
-
-
-def element_at(obs: Observation, x: int, y: int, *, prefer: Callable[[UiElement], bool], require: bool = False) -> int | None:
-    """Index of the smallest preferred element containing pixel (x, y); None (or ActionError) if none."""
-    hits = [i for i, e in enumerate(obs.elements) if prefer(e) and e.bounds.contains(x, y)]
-    if not hits:
-        if require:
-            raise ActionError(f"nothing there to act on at ({x}, {y})")
-        return None
-    return min(hits, key=lambda i: obs.elements[i].bounds.area)
+    raise ActionError(f"unknown verb {verb!r}")  # unreachable: VERBS maps onto the branches above
 
 
 # --------------------------------------------------------------------------- formatting
@@ -710,7 +460,7 @@ def _ref(index: int, obs: Observation, prefer: Callable[[UiElement], bool]) -> s
     # A text field is best called by its hint ("Title"): its text changes as one types.
     names = element_names(e) if not e.editable else tuple(dict.fromkeys(n for n in (e.hint, e.content_desc, e.text) if n))
     for name in names:
-        if _looks_like_point(name):
+        if looks_like_point(name):
             continue
         try:
             if resolve_element(name, obs, prefer) == index:
@@ -718,6 +468,11 @@ def _ref(index: int, obs: Observation, prefer: Callable[[UiElement], bool]) -> s
         except ActionError:
             continue
     return str(index)
+
+
+_PREFER: dict[type, Callable[[UiElement], bool]] = {
+    Tap: tappable, LongPress: tappable, Type: editable, Scroll: scrollable, Swipe: tappable,
+}
 
 
 def format_action(action: Action, obs: Observation, style: FormatStyle = "text") -> str:
@@ -740,7 +495,7 @@ def format_action(action: Action, obs: Observation, style: FormatStyle = "text")
         return describe(action)
     if style != "text":
         raise ActionError(f"unknown format style {style!r}; valid: {', '.join(FORMAT_STYLES)}")
-    prefer = _PREFER.get(type(action), _tappable)
+    prefer = _PREFER.get(type(action), tappable)
     match action:
         case Tap(index=i, x=x, y=y) | LongPress(index=i, x=x, y=y):
             verb = "tap" if isinstance(action, Tap) else "long_press"
