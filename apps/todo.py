@@ -154,7 +154,7 @@ class TodoApp(SimApp):
             if lst is not None:
                 lst.tasks.append(Task(self._new_id(), title))
 
-        self._text_dialog("New task", "task_title", "Task title", "", "Add", add)
+        self._text_dialog("New task", "task_title", "Task title", "", "Save", add)
 
     def _new_list(self) -> None:
         def create(name: str) -> None:

@@ -81,7 +81,7 @@ class _TodoTask(TaskTemplate):
         yield o.tap(desc="Add")
         yield o.tap(text="New task")
         yield o.type(title, rid="task_title")
-        yield o.tap(text="Add")
+        yield o.tap(text="Save")
 
 
 class TodoAddTask(_TodoTask):
@@ -246,8 +246,12 @@ class TodoCountOpen(_TodoTask):
         return {"list": rng.choice(LIST_NAMES)}
 
     def initial_state(self, rng):
-        # Short lists, so the answer is on one screen.
-        return self._base(rng, lists=(self.values["list"],), sizes=(2, 7))
+        # Short lists, so the answer is on one screen, with at least one task still open.
+        state = self._base(rng, lists=(self.values["list"],), sizes=(2, 7))
+        lst = next(l for l in state[APP]["lists"] if l["name"] == self.values["list"])
+        if all(t["done"] for t in lst["tasks"]):
+            lst["tasks"][0]["done"] = False
+        return state
 
     def expected(self) -> int:
         lst = next(l for l in self._before()["lists"] if l["name"] == self.values["list"])

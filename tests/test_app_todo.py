@@ -70,7 +70,7 @@ def test_add_sheet_creates_tasks_and_lists(dev):
     tap(dev, content_desc="Add")
     tap(dev, text="New task")
     dev.input_text("Bread")
-    tap(dev, text="Add")
+    tap(dev, text="Save")
     assert [t["title"] for t in tasks(dev, 1)] == ["Buy milk", "Eggs", "Bread"]
     tap(dev, content_desc="Add")
     tap(dev, text="Create list")
