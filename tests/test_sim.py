@@ -72,11 +72,11 @@ class Gallery(SimApp):
                    W.Button("Date", open_date, kind="tonal"), W.Button("Time", open_time, kind="outlined")]),
             W.ButtonRow([W.Button("Confirm", confirm), W.Button("Sheet", sheet, kind="text"),
                          W.Button("Disabled", self._click("disabled"), enabled=False)]),
+            W.Spinner("choice", ["Red", "Green", "Blue"], s["choice"], lambda v: s.__setitem__("choice", v), label="Colour"),
             W.Switch("Wi-Fi", s["wifi"], lambda v: s.__setitem__("wifi", v), id="wifi", summary="Connect automatically", icon="wifi"),
             W.CheckBox("I agree", s["agree"], lambda v: s.__setitem__("agree", v), id="agree"),
             W.RadioGroup(["S", "M", "L"], s["size"], lambda v: s.__setitem__("size", v), id="size"),
             W.SeekBar("Level", s["level"], lambda v: s.__setitem__("level", v), id="level", icon="brightness"),
-            W.Spinner("choice", ["Red", "Green", "Blue"], s["choice"], lambda v: s.__setitem__("choice", v), label="Colour"),
             W.Card([W.Text("Card title", "subtitle"), W.KeyValue("Amount", "$12.50", id="amount")],
                    on_click=lambda: self.push("detail"), desc="Open detail"),
             W.ImageView("A picture", height=80),
@@ -106,9 +106,17 @@ def gal():
 
 
 def el(d: SimDevice, **kw):
-    found = d.ui_tree().find(**kw)
-    assert found, f"no element {kw} on screen; texts: {d.ui_tree().texts()}"
-    return found[0]
+    """The element matching `kw`, scrolling the screen's body down to find it if needed."""
+    for _ in range(4):
+        found = d.ui_tree().find(**kw)
+        if found:
+            return found[0]
+        body = d.ui_tree().find(resource_id="com.example.gallery:id/scroll")
+        if not body or not body[0].scrollable:
+            break
+        b = body[0].bounds
+        d.swipe(b.center[0], b.bottom - 10, b.center[0], b.center[1])
+    raise AssertionError(f"no element {kw} on screen; texts: {d.ui_tree().texts()}")
 
 
 def tap(d: SimDevice, **kw):

@@ -291,7 +291,8 @@ class Row(View):
             cw = share if cw is None else cw
             nodes.append(ch.layout(ctx, cx, y, cw))
             cx += cw
-        h = max((n.height for n in nodes), default=0)
+        # A child's box may start below y (buttons keep a top margin): the row ends at the lowest edge.
+        h = max((n.box[3] - y for n in nodes), default=0)
         return Node("android.widget.LinearLayout", (x, y, x + w, y + h), rid=self.id, children=nodes)
 
 
