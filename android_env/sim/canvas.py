@@ -183,6 +183,7 @@ class Canvas:
             text = ellipsize(text, size_px, max_width, weight)
             if not text:
                 return
+        x, y, size_px = round(x), round(y), round(size_px)
         mask, x0, y0 = _text_mask(text, size_px, weight)
         if align != "left":
             w = text_width(text, size_px, weight)
@@ -192,7 +193,8 @@ class Canvas:
 
     def text_in(self, box, text: str, size_px: int, color: RGB, weight: str = "regular", align: str = "left", pad: int = 0) -> None:
         """Draw one line of text vertically centred in `box` (with `pad` pixels left/right)."""
-        l, t, r, b = box
+        l, t, r, b = (round(v) for v in box)
+        size_px = round(size_px)
         f = font(size_px, weight)
         ascent, descent = f.getmetrics()
         y = (t + b - ascent - descent) // 2
@@ -489,6 +491,39 @@ def _download(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
     c.line([(x - r * 0.6, y + r * 0.7), (x + r * 0.6, y + r * 0.7)], col, w)
 
 
+def _minus(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
+    c.line([(x - r * 0.7, y), (x + r * 0.7, y)], col, w)
+
+
+def _skip(direction: int) -> IconPainter:
+    def paint(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
+        d = direction
+        c.polygon([(x - d * r * 0.55, y - r * 0.6), (x + d * r * 0.35, y), (x - d * r * 0.55, y + r * 0.6)], col)
+        c.rect((min(x + d * r * 0.4, x + d * r * 0.6), y - r * 0.6, max(x + d * r * 0.4, x + d * r * 0.6), y + r * 0.6), fill=col)
+
+    return paint
+
+
+def _shuffle(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
+    c.line([(x - r * 0.75, y - r * 0.5), (x - r * 0.2, y - r * 0.5), (x + r * 0.3, y + r * 0.5), (x + r * 0.75, y + r * 0.5)], col, w)
+    c.line([(x - r * 0.75, y + r * 0.5), (x - r * 0.2, y + r * 0.5), (x + r * 0.3, y - r * 0.5), (x + r * 0.75, y - r * 0.5)], col, w)
+    for dy in (-0.5, 0.5):
+        c.polygon([(x + r * 0.85, y + dy * r), (x + r * 0.55, y + dy * r - r * 0.22), (x + r * 0.55, y + dy * r + r * 0.22)], col)
+
+
+def _repeat(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
+    c.line([(x - r * 0.7, y + r * 0.1), (x - r * 0.7, y - r * 0.4), (x + r * 0.6, y - r * 0.4)], col, w)
+    c.line([(x + r * 0.7, y - r * 0.1), (x + r * 0.7, y + r * 0.4), (x - r * 0.6, y + r * 0.4)], col, w)
+    c.polygon([(x + r * 0.85, y - r * 0.4), (x + r * 0.5, y - r * 0.65), (x + r * 0.5, y - r * 0.15)], col)
+    c.polygon([(x - r * 0.85, y + r * 0.4), (x - r * 0.5, y + r * 0.15), (x - r * 0.5, y + r * 0.65)], col)
+
+
+def _add_cart(c: Canvas, x: int, y: int, r: float, col: RGB, w: int) -> None:
+    _cart(c, x, y + round(r * 0.1), r * 0.9, col, w)
+    c.line([(x + r * 0.2, y - r * 0.85), (x + r * 0.2, y - r * 0.35)], col, w)
+    c.line([(x - r * 0.05, y - r * 0.6), (x + r * 0.45, y - r * 0.6)], col, w)
+
+
 ICONS: dict[str, IconPainter] = {
     "add": _plus, "back": _back, "forward": _forward, "menu": _menu, "more_vert": _more_vert,
     "search": _search, "close": _close, "check": _check, "delete": _delete, "edit": _edit,
@@ -502,4 +537,6 @@ ICONS: dict[str, IconPainter] = {
     "phone": _phone, "money": _money, "recipe": _recipe, "undo": _undo, "download": _download,
     "chevron_left": _chevron(-1, 0), "chevron_right": _chevron(1, 0),
     "expand_more": _chevron(0, 1), "expand_less": _chevron(0, -1),
+    "remove": _minus, "skip_previous": _skip(-1), "skip_next": _skip(1), "shuffle": _shuffle,
+    "repeat": _repeat, "add_cart": _add_cart,
 }

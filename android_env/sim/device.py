@@ -704,9 +704,12 @@ class SimDevice:
                 if item.icon:
                     c.icon(item.icon, x + self._dp(12), (ib[1] + ib[3]) // 2, self._dp(24), TEXT_2)
                     x += self._dp(48)
-                c.text_in((x, ib[1], ib[2] - self._dp(16), ib[3]), item.label, self._dp(16), TEXT if item.enabled else TEXT_2)
+                c.text_in((x, ib[1], ib[2] - self._dp(48), ib[3]), item.label, self._dp(16), TEXT if item.enabled else TEXT_2)
+                if item.checked:
+                    c.icon("check", ib[2] - self._dp(32), (ib[1] + ib[3]) // 2, self._dp(22), ctx.theme.primary)
 
             root.children.append(Node("android.widget.LinearLayout", ib, desc=item.label, clickable=True, enabled=item.enabled,
+                                      checked=item.checked,
                                       on_click=click if item.enabled else None, paint=paint_item,
                                       children=[Node("android.widget.TextView", ib, text=item.label)]))
             y += ih
