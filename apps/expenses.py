@@ -116,7 +116,7 @@ def _count(n: int) -> str:
 class ExpensesApp(SimApp):
     package = "com.example.expenses"
     label = "Expenses"
-    icon = "label"  # a price tag; "money" would fit better, but its painter crashes on a float box
+    icon = "money"
     color = "#0B8043"
 
     def reset_state(self) -> None:
