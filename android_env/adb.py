@@ -222,7 +222,8 @@ class AdbDevice:
     """One Android device reached through an adb server (see module docstring).
 
     `serial` is the adb serial (`emulator-5554`, `127.0.0.1:5555`, a USB serial). Nothing is
-    contacted until the first call. `sleep` is what waits use (patch it in tests).
+    contacted until the first call. `sleep` is what waits use (patch it in tests). One object
+    serves one user at a time (a pool leases it to one worker); it is not thread-safe.
     """
 
     def __init__(self, serial: str, config: AdbConfig | None = None, *, sleep: Callable[[float], None] = time.sleep):
@@ -286,7 +287,11 @@ class AdbDevice:
         data = self._exec("screencap")
         img = decode_raw_screencap(data)
         if img is None:
-            log.info("%s: raw screencap not understood (%d bytes); switching to PNG", self.serial, len(data))
+            fmt = struct.unpack_from("<3I", data)[2] if len(data) >= 12 else None
+            if fmt in _RAW_FORMATS:
+                # A format we know with the wrong length: the transfer was cut; retry it.
+                raise DeviceError(f"raw screencap truncated ({len(data)} bytes)", command="screencap", serial=self.serial)
+            log.info("%s: raw screencap format %s not understood; switching to PNG", self.serial, fmt)
         return img
 
     def ui_tree(self) -> UiTree:
@@ -321,6 +326,8 @@ class AdbDevice:
                 self._u2_call(u2, "setClipboard", [None, text])
                 self._u2_call(u2, "pasteClipboard", {})
                 return
+            except DeviceOfflineError:
+                raise
             except DeviceError as e:
                 self._u2_failed(e)
         if _is_plain_ascii(text):
@@ -541,7 +548,7 @@ class AdbDevice:
         else:
             return None
         msg = str(e).lower()
-        state = "absent" if ("not found" in msg or "offline" in msg) else self.state()
+        state = "offline" if "offline" in msg else "absent" if "not found" in msg else self.state()
         if state != "device":
             return DeviceOfflineError(f"device is {state} ({type(e).__name__}: {e})", command=what, serial=self.serial)
         return err
@@ -688,8 +695,8 @@ class AdbDevice:
         if self.config.ui_backend == "auto":
             try:
                 self._u2.stop_uiautomator(wait=False)
-            except Exception:  # the session is being abandoned either way
-                pass
+            except Exception as stop_error:  # the session is being abandoned either way
+                log.debug("%s: stopping uiautomator2 failed: %s", self.serial, stop_error)
             self._u2 = None
             self._u2_broken = True
 

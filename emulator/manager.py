@@ -242,29 +242,36 @@ def _adb_port(adb_port: int | None) -> int:
 
 
 def _spawn(serial: str, host: str, port: int, seed: int, apps: tuple[str, ...], runtime: Path,
-           extra_args: tuple[str, ...] = ()) -> VirtualDeviceRecord:
+           extra_args: tuple[str, ...] = ()) -> tuple[VirtualDeviceRecord, subprocess.Popen]:
     log_path = runtime / f"{serial.replace(':', '_')}.log"
     cmd = [sys.executable, "-m", "coadapt.emulator.daemon", "--port", str(port), "--host", host, "--serial", serial,
            "--seed", str(seed), *(["--apps", ",".join(apps)] if apps else []), *extra_args]
     with open(log_path, "ab") as logf:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True)
-    return VirtualDeviceRecord(serial, host, port, proc.pid, seed, str(log_path), time.time(), apps)
+    return VirtualDeviceRecord(serial, host, port, proc.pid, seed, str(log_path), time.time(), apps), proc
 
 
-def _wait_ready(rec: VirtualDeviceRecord, timeout_s: float, sleep: Callable[[float], None]) -> None:
+def _wait_ready(rec: VirtualDeviceRecord, proc: subprocess.Popen, timeout_s: float, sleep: Callable[[float], None]) -> None:
+    # proc.poll(), not _pid_alive(): right after the fork the child still shows our cmdline.
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if probe(rec.host, rec.port, timeout_s=1.0):
             return
-        if not _pid_alive(rec.pid):
+        if proc.poll() is not None:
             break
         sleep(0.05)
-    _terminate(rec.pid, 2.0, sleep)
+    why = f"exited with code {proc.returncode}" if proc.poll() is not None else f"did not answer within {timeout_s:.0f}s"
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(2.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
     tail = ""
     with contextlib.suppress(OSError):
         tail = Path(rec.log_path).read_text(errors="replace")[-500:]
-    raise DeviceError(f"virtual device {rec.serial} did not come up on {rec.address} within {timeout_s:.0f}s; log tail:\n{tail}",
+    raise DeviceError(f"virtual device {rec.serial} on {rec.address} {why}; log tail:\n{tail}",
                       command=f"python -m coadapt.emulator.daemon --port {rec.port}", serial=rec.serial)
 
 
@@ -293,7 +300,7 @@ def start_virtual_devices(
     if ports is not None and len(ports) != n:
         raise ConfigError(f"{len(ports)} ports given for {n} devices; give one per device or none")
     runtime = runtime or runtime_dir()
-    started: list[VirtualDeviceRecord] = []
+    spawned: list[tuple[VirtualDeviceRecord, subprocess.Popen]] = []
     with _locked_state(runtime) as records:
         taken = {r.port for r in records}
         chosen = ports or pick_ports(n, host, taken)
@@ -302,13 +309,16 @@ def start_virtual_devices(
                 serial = adb_serial_for(host, port)
                 if any(r.serial == serial for r in records):
                     raise ConfigError(f"{serial} is already in {runtime / STATE_FILE}; stop it first")
-                started.append(_spawn(serial, host, port, seed + i, apps, runtime, extra_args))
-            for rec in started:
-                _wait_ready(rec, timeout_s, sleep)
+                spawned.append(_spawn(serial, host, port, seed + i, apps, runtime, extra_args))
+            for rec, proc in spawned:
+                _wait_ready(rec, proc, timeout_s, sleep)
         except BaseException:
-            for rec in started:
-                _terminate(rec.pid, 2.0, sleep)
+            for _rec, proc in spawned:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait(5)
             raise
+        started = [rec for rec, _proc in spawned]
         records.extend(started)
     for rec in started:
         register(rec, _adb_port(adb_port))
@@ -365,8 +375,8 @@ def restart_virtual_device(serial: str, *, runtime: Path | None = None, adb_port
         if rec is None:
             raise ConfigError(f"no virtual device {serial}; running: {', '.join(r.serial for r in records) or 'none'}")
         _terminate(rec.pid, 5.0, sleep)
-        new = _spawn(rec.serial, rec.host, rec.port, rec.seed, rec.apps, runtime)
-        _wait_ready(new, timeout_s, sleep)
+        new, proc = _spawn(rec.serial, rec.host, rec.port, rec.seed, rec.apps, runtime)
+        _wait_ready(new, proc, timeout_s, sleep)
         records[records.index(rec)] = new
     register(new, _adb_port(adb_port))
     return new

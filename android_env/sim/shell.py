@@ -3,13 +3,16 @@ the way a real device answers them (same output formats, same exit codes).
 
 Besides the stock commands, `cmd coadapt ...` exposes what tasks need on simulated apps:
 `cmd coadapt state get PKG` prints the app's state as JSON, `cmd coadapt state put PKG FILE`
-loads it from a file, `cmd coadapt reset [SEED]` resets the device (keeping /data/local/tmp, as a real reset would).
+loads it from a file, `cmd coadapt reset [SEED]` resets the device (keeping /data/local/tmp,
+as a real reset would), `cmd coadapt wait SECONDS` advances the virtual clock.
 
 The interpreter also understands what clients chain around commands: `;`, `&&`, `||`, `$?`,
-quote-aware pipes into grep/head/cat, and `>`/`2>` redirections. A device object may offer
-two optional attributes that virtual devices use for fault injection: `extra_props` (getprop
-overrides, e.g. an unfinished boot) and `focused_window_title` (the title `dumpsys window`
-shows for a system dialog such as "Application Not Responding: PKG").
+quote-aware pipes into grep/head/cat, and `>`/`2>` redirections (stdout and stderr are one
+stream here). A device object may offer optional attributes that virtual devices
+(coadapt.emulator) use for fault injection: `extra_props` (getprop overrides, e.g. an
+unfinished boot), `focused_window_title` (what `dumpsys window` shows for a system dialog,
+such as "Application Not Responding: PKG") and `inject_fault(args)` (what
+`cmd coadapt fault ...` runs).
 """
 
 from __future__ import annotations
@@ -215,7 +218,7 @@ def _redirections(argv: list[str]) -> tuple[list[str], str | None]:
     target: str | None = None
     it = iter(argv)
     for a in it:
-        if a in ("2>&1", "1>&2") or a.startswith("2>"):
+        if a in ("2>&1", "1>&2", ">&2") or a.startswith("2>"):
             if a == "2>":
                 next(it, None)
             continue
