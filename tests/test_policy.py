@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 
 from coadapt.android_env.actions import Action, OpenApp, Tap  # noqa: E402
 from coadapt.android_env.env import AndroidEnv  # noqa: E402
+from coadapt.android_env.errors import ConfigError  # noqa: E402
 from coadapt.android_env.observation import Observation  # noqa: E402
 from coadapt.android_env.sim.device import SimDevice  # noqa: E402
 from coadapt.apps import label_map, make_apps  # noqa: E402
@@ -165,6 +166,17 @@ def test_batched_scoring_equals_one_by_one(policy: VLMPolicy, screens: list[Obse
         assert torch.allclose(b, s, atol=1e-4)
 
 
+def test_prepared_examples_batch_again(policy: VLMPolicy, screens: list[Observation]) -> None:
+    inputs, targets = _inputs(screens), ['open_app "Notes"', 'tap "New note"', "back"]
+    prepared = [policy.prepare(i, t) for i, t in zip(inputs, targets)]
+    with torch.no_grad():
+        direct = policy.sft_loss(inputs, targets)
+        again = policy.batch_loss(policy.collate(prepared[::-1]))
+    assert again.item() == pytest.approx(direct.item(), abs=1e-5)
+    with pytest.raises(ConfigError):
+        policy.batch_logprobs(policy.encode(inputs))  # no answers to score
+
+
 def test_generation_scores_its_own_tokens(policy: VLMPolicy, screens: list[Observation]) -> None:
     gens = policy.generate(_inputs(screens))
     assert len(gens) == 3
@@ -274,8 +286,6 @@ def test_missing_models_raise_typed_errors(tmp_path: Path) -> None:
 
 
 def test_tiny_config_validation() -> None:
-    from coadapt.android_env.errors import ConfigError
-
     with pytest.raises(ConfigError):
         TinyVLMConfig(hidden_size=100, num_heads=3)
     with pytest.raises(ConfigError):

@@ -135,8 +135,8 @@ class VLMPolicy:
              config: PolicyConfig | None = None, dtype: str | torch.dtype = "auto", device: str = "cpu") -> "VLMPolicy":
         """Load a model folder or hub id (offline when HF_HUB_OFFLINE=1), and an adapter folder.
 
-        `config` overrides the folder's saved coadapt_policy.json (absent for foreign checkpoints,
-        which get the defaults). Raises ModelLoadError.
+        `config` overrides the folder's saved coadapt_policy.json; foreign checkpoints, which have
+        none, get the defaults (relative coordinates for Qwen2-VL models). Raises ModelLoadError.
         """
         processor = load_processor(path)
         try:
@@ -147,7 +147,12 @@ class VLMPolicy:
         model.eval()
         if config is None:
             saved = Path(path) / POLICY_CONFIG_FILE
-            config = PolicyConfig.from_dict(json.loads(saved.read_text())) if saved.is_file() else PolicyConfig()
+            if saved.is_file():
+                config = PolicyConfig.from_dict(json.loads(saved.read_text()))
+            else:
+                # Qwen2-VL (and UI-TARS built on it) point in 0-1000 relative coordinates.
+                relative = model.config.model_type == "qwen2_vl"
+                config = PolicyConfig(coordinates="relative" if relative else "image")
         policy = cls(model, processor, config)
         if adapter is not None:
             policy.load_adapter(adapter, trainable=trainable)
@@ -227,45 +232,60 @@ class VLMPolicy:
             return [int(t) for t in target]
         return list(self.tokenizer(target, add_special_tokens=False)["input_ids"]) + [self.end_id]
 
-    def encode(self, inputs: Sequence[PolicyInput], targets: Sequence[str | Sequence[int]] | None = None
-               ) -> dict[str, torch.Tensor]:
-        """Model inputs for prompts (+ answers), left-padded so every sequence ends at the right.
+    def prepare(self, inp: PolicyInput, target: str | Sequence[int] | None = None) -> dict[str, torch.Tensor]:
+        """One example, processed: the processor's tensors for the prompt, and `answer_ids`.
 
-        Each prompt is processed on its own and the answer's tokens appended, so generation and
-        scoring see identical prompt tokens. Sequence-aligned outputs of the processor
-        (input_ids, attention_mask, mm_token_type_ids: the last gives image tokens their 3-D
-        M-RoPE positions) are padded; image tensors are concatenated. With `targets`, the result
-        also holds `labels` (-100 outside the answers).
+        Prepared examples can be kept and batched again with `collate` (a trainer that revisits
+        the same screens saves the image preprocessing, a third of a tiny-model training step).
         """
-        if targets is not None and len(targets) != len(inputs):
-            raise ConfigError(f"{len(inputs)} inputs but {len(targets)} targets")
-        parts = [self.processor(text=[self.prompt(inp)], images=[inp.observation.screenshot], return_tensors="pt")
-                 for inp in inputs]
-        answers = [self.target_ids(t) for t in targets] if targets is not None else [[] for _ in inputs]
-        lengths = [p["input_ids"].shape[1] + len(a) for p, a in zip(parts, answers)]
-        width = max(lengths)
+        part = dict(self.processor(text=[self.prompt(inp)], images=[inp.observation.screenshot], return_tensors="pt"))
+        part["answer_ids"] = torch.tensor(self.target_ids(target) if target is not None else [], dtype=torch.long)
+        return part
+
+    def collate(self, parts: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        """Prepared examples as one batch, left-padded so every sequence ends at the right.
+
+        Each answer's tokens follow its prompt's, so generation and scoring see identical prompt
+        tokens. Sequence-aligned tensors (input_ids, attention_mask, mm_token_type_ids: the last
+        gives image tokens their 3-D M-RoPE positions) are padded; image tensors are concatenated.
+        When any example has an answer, the batch also holds `labels` (-100 outside answers).
+        """
+        if not parts:
+            raise ConfigError("an empty batch")
+        answers = [p["answer_ids"] for p in parts]
+        width = max(p["input_ids"].shape[1] + len(a) for p, a in zip(parts, answers))
+        shape = parts[0]["input_ids"].shape
+        seq_keys = [k for k, v in parts[0].items() if k != "answer_ids" and v.dim() == 2 and v.shape == shape]
         batch: dict[str, torch.Tensor] = {}
-        seq_keys = [k for k, v in parts[0].items() if isinstance(v, torch.Tensor) and v.dim() == 2
-                    and v.shape == parts[0]["input_ids"].shape]
         for key in seq_keys:
             fill = self.pad_id if key == "input_ids" else 0
             out = torch.full((len(parts), width), fill, dtype=parts[0][key].dtype)
             for row, (p, a) in enumerate(zip(parts, answers)):
-                tail = torch.tensor(a, dtype=out.dtype) if key == "input_ids" else torch.full((len(a),), 1 if key == "attention_mask" else 0, dtype=out.dtype)
+                if key == "input_ids":
+                    tail = a.to(out.dtype)
+                else:  # answer tokens are attended text tokens
+                    tail = torch.full((len(a),), 1 if key == "attention_mask" else 0, dtype=out.dtype)
                 seq = torch.cat([p[key][0], tail])
                 out[row, width - len(seq):] = seq
             batch[key] = out
         for key, value in parts[0].items():
-            if key not in batch and isinstance(value, torch.Tensor):
+            if key not in batch and key != "answer_ids" and isinstance(value, torch.Tensor):
                 batch[key] = torch.cat([p[key] for p in parts], dim=0)
-        if targets is not None:
+        if any(len(a) for a in answers):
             labels = torch.full((len(parts), width), -100, dtype=torch.long)
             for row, a in enumerate(answers):
-                if a:
-                    labels[row, width - len(a):] = torch.tensor(a)
+                if len(a):
+                    labels[row, width - len(a):] = a
             batch["labels"] = labels
         device = self.model.device
         return {k: v.to(device) for k, v in batch.items()}
+
+    def encode(self, inputs: Sequence[PolicyInput], targets: Sequence[str | Sequence[int]] | None = None
+               ) -> dict[str, torch.Tensor]:
+        """`collate` of `prepare`d inputs (and answers)."""
+        if targets is not None and len(targets) != len(inputs):
+            raise ConfigError(f"{len(inputs)} inputs but {len(targets)} targets")
+        return self.collate([self.prepare(inp, None if targets is None else targets[k]) for k, inp in enumerate(inputs)])
 
     def _image_sizes(self, batch: dict[str, torch.Tensor]) -> list[tuple[int, int] | None]:
         grid = batch.get("image_grid_thw")
@@ -324,11 +344,15 @@ class VLMPolicy:
         Returns (logprobs, mask), both (batch, longest answer), answers right-aligned; mask is 1
         on real answer tokens. Differentiable unless called under torch.no_grad().
         """
-        batch = self.encode(inputs, targets)
-        labels = batch.pop("labels")
+        return self.batch_logprobs(self.encode(inputs, targets))
+
+    def batch_logprobs(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """`target_logprobs` of a batch made by `encode` or `collate` (which must hold answers)."""
+        batch = dict(batch)
+        labels = batch.pop("labels", None)
+        if labels is None or not bool((labels != -100).any()):
+            raise ConfigError("the batch has no answers to score; give targets")
         answer_len = int((labels != -100).sum(dim=1).max().item())
-        if answer_len == 0:
-            raise ConfigError("every target is empty; an answer has at least the end token")
         # Answers end every row (left padding), so logits are needed only for the last positions.
         with self._lock:
             logits = self.model(**batch, logits_to_keep=answer_len + 1, use_cache=False).logits[:, :-1].float()
@@ -343,8 +367,13 @@ class VLMPolicy:
         return [row[m.bool()] for row, m in zip(logp, mask)]
 
     def sft_loss(self, inputs: Sequence[PolicyInput], targets: Sequence[str | Sequence[int]]) -> torch.Tensor:
-        """Mean negative log-likelihood per answer token (end token included) over the batch."""
-        logp, mask = self.target_logprobs(inputs, targets)
+        """Mean negative log-likelihood per answer token (end token included) over the batch:
+        the supervised loss on (prompt, target action string) pairs."""
+        return self.batch_loss(self.encode(inputs, targets))
+
+    def batch_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """`sft_loss` of a batch made by `encode` or `collate`."""
+        logp, mask = self.batch_logprobs(batch)
         return -logp.sum() / mask.sum().clamp(min=1)
 
     # ------------------------------------------------------------------ internals

@@ -11,6 +11,7 @@ exists: the saved class names are the stock ones and a matching video-processor 
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import logging
@@ -98,7 +99,7 @@ def torchvision_usable() -> bool:
     if importlib.util.find_spec("torchvision") is None:
         return False
     try:
-        import torchvision  # noqa: F401
+        importlib.import_module("torchvision")
     except Exception as e:  # a torchvision built for another torch fails in many ways on import
         log.debug("torchvision present but unusable: %s", e)
         return False
