@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from coadapt.android_env.actions import Action, OpenApp, Tap  # noqa: E402
+from coadapt.android_env.actions import Action, OpenApp, Tap, Type  # noqa: E402
 from coadapt.android_env.env import AndroidEnv  # noqa: E402
 from coadapt.android_env.errors import ConfigError  # noqa: E402
 from coadapt.android_env.observation import Observation  # noqa: E402
@@ -234,6 +234,35 @@ def test_sft_loss_trains(tiny_dir: Path, screens: list[Observation]) -> None:
         opt.zero_grad()
         losses.append(loss.item())
     assert losses[-1] < losses[0] - 0.5
+
+
+@pytest.mark.slow
+def test_what_it_learns_is_what_it_generates(tiny_dir: Path, screens: list[Observation]) -> None:
+    """Overfit two demonstrations; greedy decoding must then write them back exactly, and they
+    must parse to the demonstrated actions (prompt and answer tokens agree between the two)."""
+    _, notes, editor = screens
+    fab = next(i for i, e in enumerate(notes.elements) if e.content_desc == "New note")
+    title = next(i for i, e in enumerate(editor.elements) if e.hint == "Title")
+    inputs = [PolicyInput(notes, TrivialTask.goal, ('open_app "Notes"',)),
+              PolicyInput(editor, TrivialTask.goal, ('open_app "Notes"', 'tap "New note"'))]
+    actions = [Tap(index=fab), Type("milk", index=title)]
+    targets = [format_action(a, i.observation) for a, i in zip(actions, inputs)]
+    assert targets == ['tap "New note"', 'type "milk" into "Title"']
+    policy = VLMPolicy.load(tiny_dir, config=FAST)
+    batch = policy.encode(inputs, targets)
+    torch.manual_seed(0)
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=3e-3)
+    policy.model.train()
+    for _ in range(150):
+        loss = policy.batch_loss(batch)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if loss.item() < 0.02:
+            break
+    gens = policy.generate(inputs)
+    assert [g.text for g in gens] == targets
+    assert [g.action for g in gens] == actions
 
 
 def test_lora_one_step_moves_adapter_not_base(tiny_dir: Path, screens: list[Observation], tmp_path: Path) -> None:
