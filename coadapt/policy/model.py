@@ -216,6 +216,7 @@ class VLMPolicy:
             yield
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        """What an optimizer should update: the adapter's weights, or all of them without one."""
         return [p for p in self.model.parameters() if p.requires_grad]
 
     # ------------------------------------------------------------------ prompts and batches

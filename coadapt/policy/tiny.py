@@ -188,7 +188,6 @@ def build_processor(tokenizer: Qwen2Tokenizer, config: TinyVLMConfig = TinyVLMCo
 def model_config(config: TinyVLMConfig, tokenizer: Qwen2Tokenizer) -> Qwen2_5_VLConfig:
     """The Hugging Face config of the tiny model; token ids come from `tokenizer`."""
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    head_dim = config.hidden_size // config.num_heads
     text = dict(
         vocab_size=len(tokenizer), hidden_size=config.hidden_size, intermediate_size=config.intermediate_size,
         num_hidden_layers=config.num_layers, num_attention_heads=config.num_heads,
@@ -203,7 +202,6 @@ def model_config(config: TinyVLMConfig, tokenizer: Qwen2Tokenizer) -> Qwen2_5_VL
         temporal_patch_size=2, out_hidden_size=config.hidden_size, window_size=config.patch_size * config.merge_size * 4,
         fullatt_block_indexes=[config.vision_depth - 1],
     )
-    assert head_dim % 2 == 0
     return Qwen2_5_VLConfig(
         text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
