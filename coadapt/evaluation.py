@@ -17,7 +17,8 @@ from typing import Any, Callable, Sequence
 
 from coadapt.android_env.device import Device
 from coadapt.android_env.env import AndroidEnv
-from coadapt.android_env.errors import CoadaptError, DeviceError
+from coadapt.android_env.errors import DeviceError
+from coadapt.android_env.pool import DevicePool, NoDeviceError
 from coadapt.apps import label_map
 from coadapt.tasks.suite import InstanceSpec, Suite
 
@@ -85,13 +86,16 @@ def _play(spec: InstanceSpec, attempt: int, env: AndroidEnv, policy: Policy, sto
     return "finished"
 
 
-def run_suite(suite: Suite, policy: Policy, devices: Sequence[Device], store: RunStore, *, k: int = 1,
+def run_suite(suite: Suite, policy: Policy, devices: Sequence[Device] | DevicePool, store: RunStore, *, k: int = 1,
               max_infra_retries: int = 2, space: str = "eval", phase: str = "eval",
               progress: ProgressFn | None = None) -> dict[str, Any]:
     """Play every (instance, attempt) not yet finished in `store`, one worker thread per
-    device, and return the report (also over episodes finished by earlier runs)."""
-    if not devices:
-        raise CoadaptError("no devices to run on")
+    device, and return the report (also over episodes finished by earlier runs).
+
+    An episode cut by a device fault is recorded as an infra error, the device goes back to
+    the pool as faulty (which recovers or retires it), and the episode is replayed.
+    """
+    pool = devices if isinstance(devices, DevicePool) else DevicePool.of(devices)
     instances = suite.instances(space)
     dropped = store.discard_unfinished(phase)
     if dropped:
@@ -107,35 +111,35 @@ def run_suite(suite: Suite, policy: Policy, devices: Sequence[Device], store: Ru
     lock = threading.Lock()
     errors: list[BaseException] = []
 
-    def worker(device: Device) -> None:
-        env = AndroidEnv(device, app_names=label_map())
-        failures = 0
+    def worker() -> None:
         while not errors:
             try:
                 spec, attempt, tries = jobs.get_nowait()
             except queue.Empty:
                 return
             try:
+                slot = pool.acquire()
+            except NoDeviceError:
+                jobs.put((spec, attempt, tries))
+                return
+            try:
+                env = AndroidEnv(slot.device, app_names=label_map())
                 outcome = _play(spec, attempt, env, policy, store, phase)
             except BaseException as e:  # a policy or task bug: stop everyone, report it
                 errors.append(e)
+                pool.release(slot)
                 return
+            pool.release(slot, faulty=outcome == "infra_error")
             if outcome == "infra_error":
-                failures += 1
                 if tries < max_infra_retries:
                     jobs.put((spec, attempt, tries + 1))
                 else:
                     with lock:
                         lost.append(spec.key)
-                if failures >= 3:
-                    log.warning("device %s failed %d episodes; this worker stops", device.serial, failures)
-                    return
-            else:
-                failures = 0
             if progress:
                 progress("episode", {"key": spec.key, "outcome": outcome})
 
-    threads = [threading.Thread(target=worker, args=(d,), name=f"eval-{d.serial}", daemon=True) for d in devices]
+    threads = [threading.Thread(target=worker, name=f"eval-{i}", daemon=True) for i in range(len(pool.slots))]
     for t in threads:
         t.start()
     for t in threads:
@@ -143,9 +147,12 @@ def run_suite(suite: Suite, policy: Policy, devices: Sequence[Device], store: Ru
     if errors:
         raise errors[0]
     if not jobs.empty():
-        left = jobs.qsize()
-        raise CoadaptError(f"every device failed; {left} episode(s) not played (rerun to resume)")
-    return build_report(store, suite, policy.name, k=k, phase=phase, lost=lost)
+        raise NoDeviceError(f"every device failed ({', '.join(pool.retired)}); {jobs.qsize()} episode(s) not played "
+                            "(rerun with the same --out to resume)")
+    report = build_report(store, suite, policy.name, k=k, phase=phase, lost=lost)
+    report["device_recoveries"] = pool.recoveries
+    report["devices_retired"] = pool.retired
+    return report
 
 
 def build_report(store: RunStore, suite: Suite, policy: str, *, k: int, phase: str = "eval",
