@@ -4,7 +4,7 @@
 
 A private adb server (the binary bundled with adbutils, on a free port) talks to a virtual
 device running in its own process, so client and device do not share a GIL. Observations are
-screenshot (`exec:screencap -p`) + UI tree, once with the tree from uiautomator2's JSON-RPC and
+screenshot (raw `exec:screencap`, the default; PNG is timed alone too) + UI tree, once with the tree from uiautomator2's JSON-RPC and
 once from `uiautomator dump`; taps go through uiautomator2 `click` or `input tap`. Each
 observation starts from a changed screen (the virtual clock is nudged, untimed, before it), as
 in sim_step.py. The screen is the Notes list with ten notes. The last column divides each
@@ -35,7 +35,11 @@ NOTES_STATE = {"notes": [{"id": i, "title": f"Shopping list {i}", "body": "milk,
 
 
 def timed(fn: Callable[[], object], n: int, before: Callable[[], object] | None = None) -> list[float]:
-    """Milliseconds of each of `n` calls of `fn`; `before` runs untimed ahead of each."""
+    """Milliseconds of each of `n` calls of `fn` (after one untimed warm-up call); `before`
+    runs untimed ahead of each."""
+    if before is not None:
+        before()
+    fn()
     out = []
     for _ in range(n):
         if before is not None:
@@ -85,9 +89,10 @@ def main() -> None:
                              timed(lambda d=dev: d.ui_tree(), args.n, nudge)))
                 rows.append((f"tap via {label}", "tap", timed(lambda d=dev: d.tap(360, 30), args.n)))
                 dev.close()
-            dev = AdbDevice(rec.serial, AdbConfig(adb_port=server.port, ui_backend="uiautomator"))
-            rows.insert(0, ("screenshot (exec:screencap -p)", "", timed(dev.screenshot, args.n, lambda: dev.wait(0.001))))
-            rows.insert(1, ("shell round trip (echo)", "", timed(lambda: dev.shell("echo hi"), args.n)))
+            for i, fmt in enumerate(("raw", "png")):
+                dev = AdbDevice(rec.serial, AdbConfig(adb_port=server.port, ui_backend="uiautomator", screencap=fmt))
+                rows.insert(i, (f"screenshot, {fmt} screencap", "", timed(dev.screenshot, args.n, lambda d=dev: d.wait(0.001))))
+            rows.insert(2, ("shell round trip (echo)", "", timed(lambda: dev.shell("echo hi"), args.n)))
         finally:
             manager.stop_virtual_devices(runtime=Path(tmp), adb_port=server.port)
 
