@@ -92,6 +92,30 @@ def _print_eval_report(report: dict, title: str) -> None:
     console.print("  ".join(extra))
 
 
+@app.command("tasks")
+def tasks_cmd(
+    app_name: Optional[str] = typer.Option(None, "--app", help="Only this app (package or label)."),
+    group: Optional[str] = typer.Option(None, help="Only seen or unseen apps."),
+) -> None:
+    """List the task templates (names to use in suite files)."""
+    from coadapt.apps import SEEN_APPS
+    from coadapt.tasks.registry import TEMPLATES, templates_for_app, templates_for_group
+
+    chosen = list(TEMPLATES.values())
+    if app_name:
+        chosen = templates_for_app(app_name)
+    if group:
+        keep = {t.name for t in templates_for_group(group)}
+        chosen = [t for t in chosen if t.name in keep]
+    table = Table(title=f"{len(chosen)} task templates")
+    for col in ("name", "app", "group", "kind", "cx", "steps", "goal template"):
+        table.add_column(col)
+    for t in sorted(chosen, key=lambda t: (t.app, t.name)):
+        table.add_row(t.name, t.app.removeprefix("com.example."), "seen" if t.app in SEEN_APPS else "unseen", t.kind,
+                      str(t.complexity), str(t.max_steps), t.template)
+    console.print(table)
+
+
 @app.command("eval")
 def eval_cmd(
     suite: str = typer.Option(..., help="Suite YAML file, or a bundled suite name: smoke, seen, unseen, all."),

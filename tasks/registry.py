@@ -43,7 +43,7 @@ def get_template(name: str) -> type[TaskTemplate]:
         return TEMPLATES[name]
     except KeyError:
         close = difflib.get_close_matches(name, TEMPLATES, n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; {len(TEMPLATES)} templates exist (coadapt tasks list)"
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; {len(TEMPLATES)} templates exist (see `coadapt tasks`)"
         raise TaskError(f"unknown task {name!r}{hint}") from None
 
 
