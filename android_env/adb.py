@@ -454,6 +454,7 @@ class AdbDevice:
         self._v2 = None
         self._ime_ready = False
         try:
+            self._check_server()
             if re.fullmatch(r"[\w.\-]+:\d+", self.serial):
                 self._client.disconnect(self.serial)
                 self._client.connect(self.serial, timeout=timeout_s)
@@ -464,6 +465,9 @@ class AdbDevice:
                 with self._client.make_connection(timeout=timeout_s) as c:
                     c.send_command("host:reconnect-offline")
                     c.check_okay()
+        except DeviceOfflineError as e:
+            log.info("%s: cannot reconnect: %s", self.serial, e)
+            return False
         except (adbutils.AdbError, OSError) as e:
             log.info("%s: reconnect request failed: %s", self.serial, e)
         deadline = time.monotonic() + timeout_s

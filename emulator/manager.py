@@ -70,7 +70,7 @@ class VirtualDeviceStatus:
     answering: bool
     """The port completed an ADB CNXN handshake."""
     adb_state: str | None = None
-    """How the adb server lists it ("device", "offline"), None if no server was asked."""
+    """How the adb server lists it ("device", "offline", "absent"), None if no server runs."""
 
     @property
     def healthy(self) -> bool:
@@ -326,23 +326,24 @@ def start_virtual_devices(
     return started
 
 
-def list_virtual_devices(*, runtime: Path | None = None, adb_port: int | None = None,
-                         check: bool = True) -> list[VirtualDeviceStatus]:
-    """Every recorded device with its health: process alive, port answering, and (when an
-    adb server runs on `adb_port`) the state the server lists it in."""
+def list_virtual_devices(*, runtime: Path | None = None, adb_port: int | None = None) -> list[VirtualDeviceStatus]:
+    """Every recorded device with its health: process alive, port answering the ADB handshake,
+    and (when an adb server runs on `adb_port`) the state the server lists it in. Use
+    `read_records` for the bare records without checks."""
     records = read_records(runtime)
-    adb_states: dict[str, str] = {}
+    adb_states: dict[str, str] | None = None
     port = _adb_port(adb_port)
-    if check and server_running(port):
+    if server_running(port):
         with contextlib.suppress(OSError, DeviceError):
             out = send_host_request(port, "host:devices")
             adb_states = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
-    out_status = []
+    statuses = []
     for r in records:
-        alive = _pid_alive(r.pid) if check else True
-        answering = probe(r.host, r.port) if (check and alive) else (not check)
-        out_status.append(VirtualDeviceStatus(r, alive, answering, adb_states.get(r.serial) if adb_states else None))
-    return out_status
+        alive = _pid_alive(r.pid)
+        answering = alive and probe(r.host, r.port)
+        state = None if adb_states is None else adb_states.get(r.serial, "absent")
+        statuses.append(VirtualDeviceStatus(r, alive, answering, state))
+    return statuses
 
 
 def stop_virtual_devices(serials: list[str] | None = None, *, runtime: Path | None = None, adb_port: int | None = None,
