@@ -62,18 +62,6 @@ def show(
         console.print(f"uiautomator dump: {xml}")
 
 
-def _devices(devices: Optional[str], workers: int, seed: int):
-    """The devices a job runs on: ADB serials when given, else `workers` simulated phones."""
-    if devices:
-        from coadapt.android_env.adb import AdbDevice
-
-        return [AdbDevice(serial.strip()) for serial in devices.split(",") if serial.strip()]
-    from coadapt.android_env.sim import SimConfig, SimDevice
-    from coadapt.apps import make_apps
-
-    return [SimDevice(make_apps(), SimConfig(seed=seed + i, serial=f"sim-{i}")) for i in range(workers)]
-
-
 def _print_eval_report(report: dict, title: str) -> None:
     table = Table(title=title)
     for col in ("app", "episodes", "success rate", "mean steps"):
@@ -150,7 +138,9 @@ def eval_cmd(
         raise RunStoreError(f"{folder} holds a different evaluation ({previous['suite']} / {previous['policy']}); use another --out")
     store.set_meta("eval", identity)
     store.write_json("config.json", {"kind": "eval", **identity, "screenshots": screenshots})
-    devs = _devices(devices, workers, seed)
+    from coadapt.devices import make_pool
+
+    devs = make_pool(devices, workers, seed)
     t0 = _time.perf_counter()
     with Progress(TextColumn("[bold]eval[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
@@ -168,6 +158,88 @@ def eval_cmd(
     store.write_json("report.json", report)
     _print_eval_report(report, f"{s.name} — {pol.name}")
     console.print(f"report: {folder / 'report.json'}")
+
+
+emulator_app = typer.Typer(help="Start, list and stop virtual devices and Android emulators.", no_args_is_help=True)
+app.add_typer(emulator_app, name="emulator")
+
+
+@emulator_app.command("start")
+def emulator_start(
+    virtual: int = typer.Option(0, "--virtual", help="Start this many virtual devices (simulated phones on the ADB protocol)."),
+    avd: Optional[str] = typer.Option(None, help="Start real emulators of this AVD (needs the Android SDK emulator)."),
+    n: int = typer.Option(1, "-n", help="How many emulators of --avd to start."),
+    snapshot: Optional[str] = typer.Option(None, help="Boot the emulators from this snapshot."),
+    seed: int = typer.Option(0, help="Seed of the first virtual device (the i-th gets seed + i)."),
+    boot_timeout: float = typer.Option(300.0, help="Seconds to wait for an emulator to boot."),
+) -> None:
+    """Start devices that `adb devices` lists and `coadapt eval --devices` drives."""
+    from coadapt.android_env.errors import ConfigError
+
+    if bool(virtual) == bool(avd):
+        raise ConfigError("give either --virtual N or --avd NAME (with -n N)")
+    if virtual:
+        from coadapt.emulator.manager import start_virtual_devices
+
+        records = start_virtual_devices(virtual, seed=seed)
+        for r in records:
+            console.print(f"{r.serial}\t{r.address}\tpid {r.pid}")
+        console.print(f"use them with: coadapt eval --devices {','.join(r.serial for r in records)} ...")
+        return
+    from coadapt.emulator.avd import AvdConfig, start_avd
+    from coadapt.emulator.manager import runtime_dir
+
+    started = []
+    for i in range(n):
+        proc = start_avd(AvdConfig(avd, port=5554 + 2 * i, snapshot=snapshot), log_dir=runtime_dir() / "avd",
+                         boot_timeout_s=boot_timeout)
+        started.append(proc.serial)
+        console.print(f"{proc.serial}\tbooted")
+    console.print(f"use them with: coadapt eval --devices {','.join(started)} ...")
+
+
+@emulator_app.command("list")
+def emulator_list() -> None:
+    """Virtual devices started here (with their health) and every device the adb server sees."""
+    from coadapt.emulator.manager import list_virtual_devices
+
+    table = Table(title="virtual devices")
+    for col in ("serial", "address", "pid", "seed", "process", "answering", "adb state"):
+        table.add_column(col, no_wrap=col in ("serial", "address"), overflow="fold")
+    for st in list_virtual_devices():
+        r = st.record
+        table.add_row(r.serial, r.address, str(r.pid), str(r.seed), "alive" if st.process_alive else "dead",
+                      "yes" if st.answering else "no", st.adb_state or "-")
+    console.print(table)
+
+
+@emulator_app.command("stop")
+def emulator_stop(
+    serials: Optional[list[str]] = typer.Argument(None, help="Serials to stop."),
+    all_: bool = typer.Option(False, "--all", help="Stop every virtual device started here."),
+) -> None:
+    """Stop virtual devices (and real emulators, by serial)."""
+    from coadapt.android_env.errors import ConfigError
+    from coadapt.emulator.manager import read_records, stop_virtual_devices
+
+    if not serials and not all_:
+        raise ConfigError("name the serials to stop, or pass --all")
+    virtual = {r.serial for r in read_records()}
+    targets = None if all_ else [s for s in serials or [] if s in virtual]
+    stopped = stop_virtual_devices(targets) if (all_ or targets) else []
+    unknown = [s for s in serials or [] if s not in virtual]
+    for s in unknown:
+        # A real emulator: ask it to shut down through its console, as `adb emu kill` does.
+        import subprocess
+
+        from coadapt.emulator.avd import adb_binary
+
+        done = subprocess.run([adb_binary(), "-s", s, "emu", "kill"], capture_output=True, text=True, timeout=30)
+        if done.returncode != 0:
+            raise ConfigError(f"{s} is neither a virtual device started here nor an emulator adb can stop: "
+                              f"{(done.stderr or done.stdout).strip()}")
+        stopped.append(s)
+    console.print("stopped: " + (", ".join(stopped) or "nothing"))
 
 
 def main() -> None:

@@ -1,0 +1,112 @@
+"""Evaluation through the real adb server: virtual devices started by the CLI, and a device
+killed in the middle of a suite."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from coadapt.agents import OraclePolicy
+from coadapt.devices import adb_pool
+from coadapt.android_env.adb import AdbConfig
+from coadapt.emulator import manager
+from coadapt.emulator.adb_server import AdbServer, free_port
+from coadapt.evaluation import run_suite
+from coadapt.runs import RunStore
+from coadapt.tasks.suite import Suite
+
+
+@pytest.fixture
+def adb_env(tmp_path, monkeypatch):
+    """A private adb server and runtime dir, also seen by CLI subprocesses through the env."""
+    with AdbServer() as server:
+        monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(server.port))
+        monkeypatch.setenv("COADAPT_RUNTIME_DIR", str(tmp_path / "runtime"))
+        try:
+            yield server
+        finally:
+            manager.stop_virtual_devices(adb_port=server.port)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "coadapt.cli", *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_cli_virtual_devices_and_eval_through_adb(adb_env, tmp_path):
+    started = cli("emulator", "start", "--virtual", "2")
+    assert started.returncode == 0, started.stdout + started.stderr
+    serials = [r.serial for r in manager.read_records()]
+    assert len(serials) == 2
+    for s in serials:
+        adb_env.wait_for(s)
+    assert {adb_env.devices()[s] for s in serials} == {"device"}
+    listed = cli("emulator", "list")
+    assert all(s in listed.stdout for s in serials) and "alive" in listed.stdout
+
+    out = tmp_path / "run"
+    ev = cli("eval", "--suite", "smoke", "--policy", "oracle", "--devices", ",".join(serials), "--out", str(out))
+    assert ev.returncode == 0, ev.stdout + ev.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["success_rate"] == 1.0 and report["infra_errors"] == 0
+    assert {r["device"] for r in _episodes(out)} <= set(serials)
+
+    stopped = cli("emulator", "stop", "--all")
+    assert stopped.returncode == 0 and all(s in stopped.stdout for s in serials)
+    assert manager.read_records() == []
+
+
+def _episodes(folder) -> list[dict]:
+    import sqlite3
+
+    con = sqlite3.connect(folder / "run.db")
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in con.execute("SELECT * FROM episodes")]
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_killing_a_device_mid_suite_loses_no_instance(adb_env, tmp_path):
+    recs = manager.start_virtual_devices(2, seed=3, ports=[free_port(), free_port()], adb_port=adb_env.port)
+    for r in recs:
+        adb_env.wait_for(r.serial)
+    suite = Suite.from_dict({"name": "fault", "seed": 2, "instances_per_task": 2,
+                             "tasks": ["NotesAddNote", "NotesDeleteNote", "NotesPinNote", "NotesCountLabel"]})
+    store = RunStore(tmp_path / "run", save_screens=False)
+    pool = adb_pool([r.serial for r in recs], AdbConfig(adb_port=adb_env.port, ui_backend="uiautomator", retries=1,
+                                                       backoff_s=0.1, timeout_s=10))
+    victim = recs[0]
+    killed = threading.Event()
+
+    def killer() -> None:
+        # Wait until the victim is in the middle of an episode (steps are being written), then kill it.
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            running = [e for e in store.episodes() if e.status == "running" and e.device == victim.serial]
+            if running and store.steps(running[0].id):
+                os.kill(victim.pid, 9)
+                killed.set()
+                return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=killer, daemon=True)
+    t.start()
+    report = run_suite(suite, OraclePolicy(), pool, store)
+    t.join(5)
+    assert killed.is_set(), "the victim was never caught mid-episode"
+    assert report["n_instances"] == 8 and report["n_episodes"] == 8 and not report["lost_instances"]
+    assert report["success_rate"] == 1.0
+    assert report["infra_errors"] >= 1
+    cut = [e for e in store.episodes() if e.status == "infra_error"]
+    assert cut and all(e.device == victim.serial for e in cut)
+    finished_keys = {e.key for e in store.episodes() if e.status == "finished"}
+    assert {e.key for e in cut} <= finished_keys, "every cut episode was replayed to the end"
+    assert report["device_recoveries"] >= 1 or report["devices_retired"] == [victim.serial]
