@@ -62,6 +62,13 @@ def show(
         console.print(f"uiautomator dump: {xml}")
 
 
+def _set_threads(threads: Optional[int]) -> None:
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def _print_eval_report(report: dict, title: str) -> None:
     table = Table(title=title)
     for col in ("app", "episodes", "success rate", "mean steps"):
@@ -107,8 +114,10 @@ def tasks_cmd(
 @app.command("eval")
 def eval_cmd(
     suite: str = typer.Option(..., help="Suite YAML file, or a bundled suite name: smoke, seen, unseen, all."),
-    policy: str = typer.Option("default", help="oracle, random, default (bundled model), or a model folder / hub id."),
+    policy: str = typer.Option("default", "--policy", "--model",
+                               help="oracle, random, default (the bundled tiny VLM), or a model folder / hub id."),
     adapter: Optional[str] = typer.Option(None, help="A peft LoRA adapter folder to load on the model."),
+    threads: Optional[int] = typer.Option(None, help="torch CPU threads for the model (default: torch's choice)."),
     devices: Optional[str] = typer.Option(None, help="Comma-separated ADB serials; default: simulated phones."),
     out: Optional[Path] = typer.Option(None, help="Run folder (reuse it to resume a killed run). Default: runs/eval-<suite>-<policy>-<time>."),
     k: int = typer.Option(1, help="Attempts per instance; pass@k is reported when k > 1."),
@@ -128,6 +137,7 @@ def eval_cmd(
 
     EvalConfig(suite=suite, policy=policy, k=k, workers=workers, screenshots=screenshots)  # validates the options
     s = Suite.load(suite)
+    _set_threads(threads)
     pol = make_policy(policy, seed=seed, adapter=adapter)
     folder = out or Path("runs") / f"eval-{s.name}-{Path(policy).name}-{_time.strftime('%Y%m%d-%H%M%S')}"
     store = RunStore(folder, save_screens=screenshots)
