@@ -12,7 +12,8 @@ import torch
 from coadapt.android_env.actions import Action, describe
 from coadapt.android_env.observation import Observation
 
-from .model import PolicyConfig, VLMPolicy
+from .batching import Batcher
+from .model import Generation, PolicyConfig, VLMPolicy
 from .processor import ModelLoadError
 from .prompt import PolicyInput
 
@@ -25,8 +26,9 @@ BUNDLED_MODEL = Path(__file__).with_name("tiny_vlm")
 class VLMAgent:
     """One episode: feeds the model its goal, the screen and what it did so far."""
 
-    def __init__(self, policy: VLMPolicy, goal: str, seed: int):
+    def __init__(self, policy: VLMPolicy, goal: str, seed: int, generate: Batcher[PolicyInput, Generation] | None = None):
         self.policy = policy
+        self._generate = generate or (lambda inp: policy.generate([inp])[0])
         self.goal = goal
         self.seed = seed
         self.history: list[str] = []
@@ -37,7 +39,7 @@ class VLMAgent:
             # Reproducible samples per (seed, goal, step) without a generator argument in generate().
             key = hashlib.blake2b(f"{self.seed}/{self.goal}/{len(self.history)}".encode(), digest_size=8).digest()
             torch.manual_seed(int.from_bytes(key, "big") % (2**63))
-        gen = self.policy.generate([PolicyInput(obs, self.goal, tuple(self.history))])[0]
+        gen = self._generate(PolicyInput(obs, self.goal, tuple(self.history)))
         self.last_output = gen.text
         self.history.append(gen.text or describe(gen.action))
         return gen.action
@@ -50,9 +52,11 @@ class VLMAgentPolicy:
         self.policy = policy
         self.name = name
         self.seed = seed
+        # Agents acting in parallel (one per device) share forward passes.
+        self.batcher: Batcher[PolicyInput, Generation] = Batcher(policy.generate, policy.config.max_batch)
 
     def start(self, goal: str, task: object | None = None) -> VLMAgent:
-        return VLMAgent(self.policy, goal, self.seed)
+        return VLMAgent(self.policy, goal, self.seed, self.batcher)
 
 
 def load_policy(spec: str | os.PathLike, *, adapter: str | os.PathLike | None = None, seed: int = 0,
