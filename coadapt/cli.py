@@ -170,6 +170,59 @@ def eval_cmd(
     console.print(f"report: {folder / 'report.json'}")
 
 
+@app.command()
+def pretrain(
+    config: Optional[Path] = typer.Option(None, help="YAML file with PretrainConfig fields (nested model/demos/prompt)."),
+    out: Optional[str] = typer.Option(None, help="Output model folder (a Hugging Face folder)."),
+    steps: Optional[int] = typer.Option(None, help="Optimizer steps (what reproduces a run)."),
+    minutes: Optional[float] = typer.Option(None, help="Wall-clock cap in minutes (0: none; stopping on time is not reproducible)."),
+    batch_size: Optional[int] = typer.Option(None, help="Decisions per optimizer step."),
+    lr: Optional[float] = typer.Option(None, help="Peak learning rate."),
+    seed: Optional[int] = typer.Option(None, help="Seed of the batch order."),
+    threads: Optional[int] = typer.Option(None, help="torch CPU threads."),
+    resume: bool = typer.Option(False, help="Continue the run whose state is in <out>.train/."),
+    overwrite: bool = typer.Option(False, help="Replace an existing model in --out."),
+) -> None:
+    """Behaviour cloning of the tiny VLM on oracle demonstrations from the SEEN apps only."""
+    import yaml
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from coadapt.android_env.errors import ConfigError
+    from coadapt.pretrain import PretrainConfig, run_pretrain
+
+    data: dict = {}
+    if config is not None:
+        try:
+            data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as e:
+            raise ConfigError(f"cannot read pretrain config {config}: {e}") from e
+    overrides = {"out": out, "steps": steps, "minutes": minutes, "batch_size": batch_size, "lr": lr, "seed": seed,
+                 "threads": threads}
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    if resume:
+        data["resume"] = True
+    if overwrite:
+        data["overwrite"] = True
+    cfg = PretrainConfig.from_dict(data)
+    with Progress(TextColumn("[bold]pretrain[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as bar:
+        tid = bar.add_task("demonstrations", total=None)
+
+        def progress(event: str, d: dict) -> None:
+            if event == "demos":
+                bar.update(tid, description="demonstrations", total=d["total"], completed=d["done"])
+            elif event == "prepare":
+                bar.update(tid, description=f"preparing {d['what']}", total=None, completed=d["done"])
+            elif event == "step":
+                bar.update(tid, description=f"training  loss {d['loss']:.3f}", total=d["total"], completed=d["step"])
+            elif event == "validate":
+                bar.console.print(f"step {d['step']}: validation success {d['success_rate']:.3f}, "
+                                  f"exact match {d['exact_match']:.3f}" + ("  (best, saved)" if d.get("saved") else ""))
+
+        folder = run_pretrain(cfg, progress=progress)
+    console.print(f"model: {folder}")
+
+
 emulator_app = typer.Typer(help="Start, list and stop virtual devices and Android emulators.", no_args_is_help=True)
 app.add_typer(emulator_app, name="emulator")
 

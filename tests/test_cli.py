@@ -32,3 +32,12 @@ def test_unknown_app_is_a_clear_error():
     assert out.returncode == 2
     assert "unknown app 'com.example.nope'" in out.stdout
     assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_pretrain_bad_settings_are_clear_errors(tmp_path):
+    out = run("pretrain", "--lr", "-1", "--out", str(tmp_path / "m"))
+    assert out.returncode == 2 and "lr must be a positive number" in out.stdout
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text("stepz: 10\n")
+    out = run("pretrain", "--config", str(cfg))
+    assert out.returncode == 2 and "unknown key 'stepz'" in out.stdout
