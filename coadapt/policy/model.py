@@ -71,6 +71,10 @@ class PolicyConfig:
     """Nucleus sampling mass (used when temperature > 0)."""
     max_batch: int = 8
     """Observations per forward pass; longer lists are split."""
+    constrain_names: bool = False
+    """Text style only: while the answer quotes an element name (`tap "…"`), allow only tokens
+    that keep it a name on the screen (`constrain.ElementNameConstraint`); the model's scores
+    still choose among them."""
     coordinates: Literal["image", "relative"] = "image"
     """How UI-TARS coordinates in answers are read: pixels of the resized image the model saw
     (Qwen2.5-VL, UI-TARS-1.5) or 0-1000 relative (Qwen2-VL, UI-TARS)."""
@@ -312,6 +316,16 @@ class VLMPolicy:
         sampling: dict[str, Any] = {"do_sample": False}
         if cfg.temperature > 0:
             sampling = {"do_sample": True, "temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": 0}
+        if cfg.constrain_names and cfg.prompt.style == "text":
+            from transformers import LogitsProcessorList
+
+            from .constrain import ElementNameConstraint, TokenBytes
+
+            if getattr(self, "_token_bytes", None) is None:
+                self._token_bytes = TokenBytes(self.tokenizer)
+            sampling["logits_processor"] = LogitsProcessorList([ElementNameConstraint(
+                self._token_bytes, [inp.observation for inp in inputs], batch["input_ids"].shape[1],
+                cfg.prompt.max_label_chars)])
         with self._lock:
             was_training = self.model.training
             self.model.eval()
