@@ -185,6 +185,18 @@ class DemoStats:
     dropped_tasks: dict[str, int] = field(default_factory=dict)
     """Dropped episodes by template."""
 
+    def merge(self, other: "DemoStats") -> None:
+        """Add `other`'s counts (demonstrations made in another process)."""
+        self.episodes += other.episodes
+        for k, v in other.samples.items():
+            self.samples[k] = self.samples.get(k, 0) + v
+        self.popups += other.popups
+        self.detours += other.detours
+        self.detours_replayed += other.detours_replayed
+        self.dropped += other.dropped
+        for k, v in other.dropped_tasks.items():
+            self.dropped_tasks[k] = self.dropped_tasks.get(k, 0) + v
+
     def to_dict(self) -> dict:
         return {"episodes": self.episodes, "samples": dict(self.samples), "popups": self.popups,
                 "detours": self.detours, "detours_replayed": self.detours_replayed, "dropped": self.dropped,

@@ -32,7 +32,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -43,7 +43,7 @@ from coadapt.android_env.sim import SimConfig, SimDevice
 from coadapt.apps import label_map, make_apps
 from coadapt.tasks.base import TaskTemplate
 
-from .demos import DemoConfig, DemoStats, Sample, corpus_texts, demo_instances, iter_demos, seen_packages
+from .demos import DemoConfig, DemoRecorder, DemoStats, Sample, corpus_texts, demo_instances, seen_packages, seen_templates
 from .policy.model import POLICY_CONFIG_FILE, PolicyConfig, VLMPolicy
 from .policy.prompt import PolicyInput, PromptConfig
 from .policy.tiny import TINY_POLICY_CONFIG, TinyVLMConfig, build_model, build_processor, build_tokenizer, count_parameters
@@ -56,7 +56,7 @@ STATE_FILE = "state.pt"
 """In `<out>.train/`: model, optimizer and progress, to resume a killed run."""
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
-"""progress(event, data): events "demos", "prepare", "step", "validate", "done"."""
+"""progress(event, data): events "demos" (making them), "data" (made), "step", "validate", "done"."""
 
 
 # --------------------------------------------------------------------------- config
@@ -70,13 +70,16 @@ class PretrainConfig:
     """Output model folder (a Hugging Face folder). Training state goes to `<out>.train/`."""
     model: TinyVLMConfig = field(default_factory=lambda: TinyVLMConfig(image_tokens=16, min_image_tokens=4))
     """Size of the tiny model: widths, layers, image tokens per screenshot, vocabulary size."""
-    demos: DemoConfig = field(default_factory=DemoConfig)
+    demos: DemoConfig = field(default_factory=lambda: DemoConfig(episodes_per_task=80))
     """Which demonstrations: episodes per seen task, perturbation shares, seed."""
-    prompt: PromptConfig = TINY_POLICY_CONFIG.prompt
-    """What the prompt shows (saved with the model in coadapt_policy.json)."""
+    prompt: PromptConfig = replace(TINY_POLICY_CONFIG.prompt, show_indices=False)
+    """What the prompt shows (saved with the model in coadapt_policy.json). Element lines without
+    indices: the model names elements by text, and prompts are a quarter shorter."""
+    constrain_names: bool = True
+    """Decode quoted element names constrained to names on the screen (saved in coadapt_policy.json)."""
     corpus_episodes_per_task: int = 4
     """Episodes per template whose prompts train the tokenizer (goals of all episodes are used too)."""
-    steps: int = 6000
+    steps: int = 10000
     """Optimizer steps (the budget that reproduces a run exactly)."""
     minutes: float = 0.0
     """Wall-clock cap of the training loop in minutes, validation included (0: none). Stops early
@@ -97,9 +100,9 @@ class PretrainConfig:
     """Batches drawn together and grouped by sequence length, to cut padding (1: no grouping)."""
     seed: int = 0
     """Seeds initialisation order of batches (the model's init uses `model.seed`)."""
-    val_every: int = 500
+    val_every: int = 1250
     """Steps between validations (per-step exact match and validation episodes)."""
-    val_episodes_per_task: int = 1
+    val_episodes_per_task: int = 2
     """Validation episodes per seen template (pretrain seed space, "val" family)."""
     val_samples: int = 600
     """At most this many held-out demonstration decisions for per-step exact match."""
@@ -111,17 +114,19 @@ class PretrainConfig:
     """Steps between saves of the training state (for resuming)."""
     threads: int = 2
     """torch CPU threads (machine setting: not part of what the run reproduces)."""
+    data_workers: int = 2
+    """Processes that make and prepare the demonstrations (machine setting; the data do not depend on it)."""
     resume: bool = False
     """Continue the run whose state is in `<out>.train/` (same settings required)."""
     overwrite: bool = False
     """Replace an existing model in `out` (e.g. to rebuild the bundled model in place)."""
 
     # Fields that say where and how fast a run goes, not what it computes.
-    MACHINE_FIELDS = ("out", "threads", "resume", "overwrite", "minutes")
+    MACHINE_FIELDS = ("out", "threads", "data_workers", "resume", "overwrite", "minutes")
 
     def __post_init__(self) -> None:
         positive = ("steps", "batch_size", "val_every", "val_episodes_per_task", "val_samples", "val_batch",
-                    "log_every", "checkpoint_every", "threads", "bucket_batches", "corpus_episodes_per_task")
+                    "log_every", "checkpoint_every", "threads", "data_workers", "bucket_batches", "corpus_episodes_per_task")
         for name in positive:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -190,7 +195,7 @@ class PretrainConfig:
 
     @property
     def policy_config(self) -> PolicyConfig:
-        return replace(TINY_POLICY_CONFIG, prompt=self.prompt)
+        return replace(TINY_POLICY_CONFIG, prompt=self.prompt, constrain_names=self.constrain_names)
 
 
 # --------------------------------------------------------------------------- prepared examples
@@ -427,15 +432,44 @@ def _save_model(policy: VLMPolicy, folder: Path) -> None:
     tmp.replace(folder)
 
 
-def _prepare_all(policy: VLMPolicy, codec: PixelCodec, samples: Iterable[Sample], progress: ProgressFn | None,
-                 label: str) -> list[Example]:
-    out: list[Example] = []
-    t0 = time.perf_counter()
-    for k, s in enumerate(samples):
-        out.append(prepare_example(policy, codec, s))
-        if progress and (k + 1) % 500 == 0:
-            progress("prepare", {"what": label, "done": k + 1, "seconds": time.perf_counter() - t0})
-    return out
+_WORKER: dict[str, Any] = {}  # what forked data workers inherit (policy, codec, config)
+
+
+def _prepare_shard(args: tuple[str, int, int]) -> tuple[list[tuple[int, list[Example]]], DemoStats]:
+    split, shard, n_shards = args
+    if n_shards > 1:
+        torch.set_num_threads(1)  # a forked child must not enter the parent's OpenMP pool
+    policy, codec, demos = _WORKER["policy"], _WORKER["codec"], _WORKER[split]
+    recorder = DemoRecorder(demos)
+    stats = DemoStats()
+    out = []
+    for k, task in enumerate(demo_instances(demos.seed, demos.episodes_per_task, demos.apps, split)):
+        if k % n_shards == shard:
+            out.append((k, [prepare_example(policy, codec, s) for s in recorder.record(task, stats)]))
+    return out, stats
+
+
+def _prepare_all(policy: VLMPolicy, codec: PixelCodec, demos: DemoConfig, split: str, workers: int,
+                 stats: DemoStats) -> list[Example]:
+    """Make and prepare every demonstration of `split`, in `workers` processes (forked, so they
+    share the policy); the result is in task order whatever the number of workers."""
+    _WORKER.update(policy=policy, codec=codec, **{split: demos})
+    jobs = [(split, k, workers) for k in range(workers)]
+    try:
+        if workers == 1:
+            shards = [_prepare_shard(jobs[0])]
+        else:
+            import multiprocessing as mp
+
+            with mp.get_context("fork").Pool(workers) as pool:
+                shards = pool.map(_prepare_shard, jobs)
+    finally:
+        _WORKER.clear()
+    pieces: list[tuple[int, list[Example]]] = []
+    for part, part_stats in shards:
+        pieces.extend(part)
+        stats.merge(part_stats)
+    return [ex for _, exs in sorted(pieces, key=lambda p: p[0]) for ex in exs]
 
 
 def run_pretrain(cfg: PretrainConfig, progress: ProgressFn | None = None) -> Path:
@@ -480,14 +514,13 @@ def _run(cfg: PretrainConfig, out: Path, state: dict[str, Any] | None, progress:
     # ---------------------------------------------------------------- demonstrations, prepared once
     t0 = time.perf_counter()
     stats = DemoStats()
-    examples = _prepare_all(policy, codec, iter_demos(cfg.demos, stats, "train",
-                                                       progress=lambda d, n: report("demos", done=d, total=n)),
-                            progress, "train")
+    report("demos", split="train", episodes=cfg.demos.episodes_per_task * len(seen_templates(cfg.demos.apps)))
+    examples = _prepare_all(policy, codec, cfg.demos, "train", cfg.data_workers, stats)
     if not examples:
         raise ConfigError("pretrain: the demonstrations came out empty; check demos.apps and demos.episodes_per_task")
     val_demo_cfg = replace(cfg.demos, episodes_per_task=cfg.val_episodes_per_task)
     val_stats = DemoStats()
-    val_examples = _prepare_all(policy, codec, iter_demos(val_demo_cfg, val_stats, "val"), None, "val")
+    val_examples = _prepare_all(policy, codec, val_demo_cfg, "val", cfg.data_workers, val_stats)
     random.Random(f"{cfg.seed}/val").shuffle(val_examples)
     val_examples = val_examples[: cfg.val_samples]
     val_tasks = demo_instances(cfg.demos.seed, cfg.val_episodes_per_task, cfg.demos.apps, "val")
