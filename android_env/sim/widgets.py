@@ -463,6 +463,13 @@ class Chip(View):
 # --------------------------------------------------------------------------- inputs
 
 
+def _paint_floating_label(c: Canvas, ctx: LayoutCtx, box: Box, label: str, color: RGB) -> None:
+    """An outlined field's label, sitting on the top edge of its box (Material style)."""
+    lw = text_width(label, ctx.dp(12))
+    c.rect((box[0] + ctx.dp(10), box[1] - ctx.dp(8), box[0] + ctx.dp(18) + lw, box[1] + ctx.dp(8)), fill=WHITE)
+    c.text(box[0] + ctx.dp(14), box[1] - ctx.dp(9), label, ctx.dp(12), color)
+
+
 @dataclass
 class EditText(View):
     """A text field. Tapping focuses it and shows the keyboard; typed text goes to `on_change`."""
@@ -505,9 +512,7 @@ class EditText(View):
             if self.icon:
                 c.icon(self.icon, box[0] + ctx.dp(28), (box[1] + box[3]) // 2 if not self.multiline else box[1] + ctx.dp(28), ctx.dp(22), TEXT_2)
             if self.label and kind != "search":
-                lw = text_width(self.label, ctx.dp(12))
-                c.rect((box[0] + ctx.dp(10), box[1] - ctx.dp(8), box[0] + ctx.dp(18) + lw, box[1] + ctx.dp(8)), fill=WHITE)
-                c.text(box[0] + ctx.dp(14), box[1] - ctx.dp(9), self.label, ctx.dp(12), th.primary if focused else TEXT_2)
+                _paint_floating_label(c, ctx, box, self.label, th.primary if focused else TEXT_2)
             ty = box[1] + (fh - nlines * _line_h(size)) // 2 if not self.multiline else box[1] + ctx.dp(16)
             if shown:
                 _draw_lines(c, tx, ty, lines[:8], size, TEXT, "regular", inner_w, "left")
@@ -719,9 +724,7 @@ class Spinner(View):
         def paint(c: Canvas) -> None:
             c.rect(box, outline=HINT, radius=ctx.dp(4), width=max(1, ctx.dp(1)))
             if self.label:
-                lw = text_width(self.label, ctx.dp(12))
-                c.rect((box[0] + ctx.dp(10), box[1] - ctx.dp(8), box[0] + ctx.dp(18) + lw, box[1] + ctx.dp(8)), fill=WHITE)
-                c.text(box[0] + ctx.dp(14), box[1] - ctx.dp(9), self.label, ctx.dp(12), TEXT_2)
+                _paint_floating_label(c, ctx, box, self.label, TEXT_2)
             c.icon("expand_more", box[2] - ctx.dp(24), (box[1] + box[3]) // 2, ctx.dp(24), TEXT_2)
 
         value = Node("android.widget.TextView", (box[0] + ctx.dp(16), box[1], box[2] - ctx.dp(48), box[3]), text=self.selected,
