@@ -23,8 +23,10 @@ not solved at the end contributes no samples (counted in `DemoStats`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -159,7 +161,8 @@ class Sample:
     seed: int
     """Instance seed (pretrain seed space)."""
     source: str
-    """"oracle", "popup" (dismissing a system popup) or "recovery" (Back after a detour)."""
+    """"oracle", "popup" (dismissing a system popup) or "recovery" (Back after a detour);
+    "+random" is appended on entity-randomised copies (`randomize_entities`)."""
 
     @property
     def policy_input(self) -> PolicyInput:
@@ -457,6 +460,96 @@ def corpus_texts(config: DemoConfig, episodes_per_task: int = 4, prompt: PromptC
     for s in iter_demos(small):
         yield prompt_text(s.policy_input, prompt)
         yield s.target
+
+
+# --------------------------------------------------------------------------- entity randomisation
+
+_KEEP_PARAMS = frozenset({"date", "day"})
+"""Parameters whose words must not change: the model compares them with the screen's date."""
+_STOP_WORDS = frozenset("""a an and the to of at in on for with by from my me you your is are be it this that
+    or as up am pm new old all none off on yes no ok""".split())
+_CALENDAR_WORDS = frozenset("""monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays
+    thursdays fridays saturdays sundays mon tue wed thu fri sat sun january february march april may june july
+    august september october november december jan feb mar apr jun jul aug sep sept oct nov dec""".split())
+_WORD_RE = re.compile(r"[A-Za-z]+")
+_NUM_RE = re.compile(r"\d+")
+
+
+def entity_pool(texts: Iterable[str]) -> list[str]:
+    """Words (3+ letters, lower-case) of the goals and quoted element names in `texts` (lines
+    starting "Goal: " and "…"-quoted strings, as prompts and targets hold them): what randomised
+    entities are made of, so they tokenise like real ones. Pass seen-app texts only."""
+    words: set[str] = set()
+    for text in texts:
+        parts = re.findall(r'"((?:[^"\\]|\\.)*)"', text)
+        parts += [line[6:] for line in text.splitlines() if line.startswith("Goal: ")]
+        for part in parts:
+            words.update(w.lower() for w in _WORD_RE.findall(part) if len(w) >= 3)
+    return sorted(words - _STOP_WORDS - _CALENDAR_WORDS)
+
+
+def _param_strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def randomize_entities(sample: Sample, pool: Sequence[str], rng: random.Random) -> Sample | None:
+    """The sample with its task's parameter words and numbers swapped for random ones, the same
+    way everywhere it shows them (goal, element names, history, target).
+
+    A model trained on the instances alone can lower its loss by remembering the few names,
+    titles and numbers the tasks draw from, and then writes a remembered name instead of the
+    one in the goal; in randomised copies only copying works. Words of the goal template,
+    dates and weekday or month names are kept (the model reads them), as are numbers that
+    are not in a parameter string. The screenshot is not redrawn (the tiny model sees it at a
+    size where text is unreadable). None when the sample shows none of its parameters.
+    """
+    task = TEMPLATES[sample.task]
+    values = task.from_seed(sample.seed).values
+    template_words = {w.lower() for w in _WORD_RE.findall(task.template)}
+    words: dict[str, str] = {}
+    numbers: dict[int, int] = {}
+    for key, value in values.items():
+        if key in _KEEP_PARAMS:
+            continue
+        for text in _param_strings(value):
+            for w in _WORD_RE.findall(text):
+                lw = w.lower()
+                if len(w) >= 2 and lw not in _STOP_WORDS | _CALENDAR_WORDS | template_words and w not in words:
+                    new = rng.choice(pool)
+                    words[w] = new.capitalize() if w[0].isupper() else new
+            for n in _NUM_RE.findall(text):
+                if int(n) not in numbers:
+                    numbers[int(n)] = rng.randrange(10 ** (len(n) - 1) if len(n) > 1 else 0, 10 ** len(n))
+    if not words and not numbers:
+        return None
+    word_re = re.compile(r"(?<![A-Za-z])(" + "|".join(map(re.escape, sorted(words, key=len, reverse=True))) + r")(?![A-Za-z])") if words else None
+
+    def swap(text: str) -> str:
+        if not text:
+            return text
+        if word_re is not None:
+            text = word_re.sub(lambda m: words[m.group(1)], text)
+        if numbers:
+            def num(m: re.Match) -> str:
+                v = int(m.group(0))
+                if v not in numbers:
+                    return m.group(0)
+                return str(numbers[v]).zfill(len(m.group(0)))
+            text = _NUM_RE.sub(num, text)
+        return text
+
+    goal = swap(sample.goal)
+    if goal == sample.goal:
+        return None
+    elements = tuple(dataclasses.replace(e, text=swap(e.text), content_desc=swap(e.content_desc), hint=swap(e.hint))
+                     for e in sample.observation.elements)
+    obs = dataclasses.replace(sample.observation, elements=elements)
+    return dataclasses.replace(sample, observation=obs, goal=goal, history=tuple(swap(h) for h in sample.history),
+                               target=swap(sample.target), source=sample.source + "+random")
 
 
 def check_samples(samples: Sequence[Sample]) -> None:

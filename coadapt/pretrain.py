@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import pickle
 import random
 import shutil
 import time
@@ -43,7 +44,10 @@ from coadapt.android_env.sim import SimConfig, SimDevice
 from coadapt.apps import label_map, make_apps
 from coadapt.tasks.base import TaskTemplate
 
-from .demos import DemoConfig, DemoRecorder, DemoStats, Sample, corpus_texts, demo_instances, seen_packages, seen_templates
+from .demos import (
+    DemoConfig, DemoRecorder, DemoStats, Sample, corpus_texts, demo_instances, entity_pool, randomize_entities,
+    seen_packages, seen_templates,
+)
 from .policy.model import POLICY_CONFIG_FILE, PolicyConfig, VLMPolicy
 from .policy.prompt import PolicyInput, PromptConfig
 from .policy.tiny import TINY_POLICY_CONFIG, TinyVLMConfig, build_model, build_processor, build_tokenizer, count_parameters
@@ -77,6 +81,13 @@ class PretrainConfig:
     indices: the model names elements by text, and prompts are a quarter shorter."""
     constrain_names: bool = True
     """Decode quoted element names constrained to names on the screen (saved in coadapt_policy.json)."""
+    random_copies: int = 2
+    """Entity-randomised copies of each training decision (task parameters swapped for random
+    words and numbers everywhere the sample shows them), so that copying from the goal and the
+    screen beats remembering the tasks' few names; they share the decision's pixels (0: none)."""
+    keep_original: float = 0.1
+    """Share (0-1) of the randomised decisions whose original is kept too (decisions that show no
+    task parameter are always kept as they are)."""
     corpus_episodes_per_task: int = 4
     """Episodes per template whose prompts train the tokenizer (goals of all episodes are used too)."""
     steps: int = 10000
@@ -131,6 +142,13 @@ class PretrainConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"pretrain: {name} must be a positive integer, got {v!r}")
+        if not isinstance(self.random_copies, int) or isinstance(self.random_copies, bool) or self.random_copies < 0:
+            raise ConfigError(f"pretrain: random_copies must be an integer >= 0 (0: no randomised copies), "
+                              f"got {self.random_copies!r}")
+        if not 0 <= self.keep_original <= 1:
+            raise ConfigError(f"pretrain: keep_original is a share in [0, 1], got {self.keep_original!r}")
+        if self.random_copies == 0 and self.keep_original < 1:
+            raise ConfigError("pretrain: with random_copies 0 every original must be kept; set keep_original to 1")
         if not self.lr > 0 or not math.isfinite(self.lr):
             raise ConfigError(f"pretrain: lr must be a positive number (try 1e-3 .. 3e-3), got {self.lr!r}")
         if not 0 <= self.min_lr_ratio <= 1:
@@ -256,6 +274,22 @@ def prepare_example(policy: VLMPolicy, codec: PixelCodec, sample: Sample, prompt
         task=sample.task,
         source=sample.source,
     )
+
+
+def prepare_text_variant(policy: VLMPolicy, sample: Sample, base: Example) -> Example:
+    """`sample` prepared on the text side only, reusing `base`'s image (same screenshot): the
+    processor's image placeholder expanded to the image's token count, then tokenized, exactly as
+    `VLMPolicy.prepare` tokenizes."""
+    image_pad = "<|image_pad|>"
+    merge = int(getattr(policy.processor.image_processor, "merge_size", 2))
+    n = int(base.grid[0].prod()) // (merge * merge)
+    text = policy.prompt(sample.policy_input).replace(image_pad, image_pad * n, 1)
+    ids = torch.tensor(policy.tokenizer(text, add_special_tokens=False)["input_ids"], dtype=torch.int32)
+    mm = None
+    if base.mm_token_type_ids is not None:
+        mm = (ids == policy.tokenizer.convert_tokens_to_ids(image_pad)).to(torch.int8)
+    answer = torch.tensor(policy.target_ids(sample.target), dtype=torch.int32)
+    return Example(ids, mm, base.pixels, base.grid, answer, sample.task, sample.source)
 
 
 def collate_examples(policy: VLMPolicy, codec: PixelCodec, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
@@ -435,40 +469,71 @@ def _save_model(policy: VLMPolicy, folder: Path) -> None:
 _WORKER: dict[str, Any] = {}  # what forked data workers inherit (policy, codec, config)
 
 
-def _prepare_shard(args: tuple[str, int, int]) -> tuple[list[tuple[int, list[Example]]], DemoStats]:
+def _prepare_shard(args: tuple[str, int, int]) -> tuple[list[tuple[int, list[Example]]], DemoStats] | bytes:
     split, shard, n_shards = args
-    if n_shards > 1:
+    if _WORKER.get("forked"):
         torch.set_num_threads(1)  # a forked child must not enter the parent's OpenMP pool
     policy, codec, demos = _WORKER["policy"], _WORKER["codec"], _WORKER[split]
+    copies, keep, pool = ((_WORKER["random_copies"], _WORKER["keep_original"], _WORKER["pool"]) if split == "train"
+                          else (0, 1.0, []))
     recorder = DemoRecorder(demos)
     stats = DemoStats()
     out = []
     for k, task in enumerate(demo_instances(demos.seed, demos.episodes_per_task, demos.apps, split)):
-        if k % n_shards == shard:
-            out.append((k, [prepare_example(policy, codec, s) for s in recorder.record(task, stats)]))
+        if k % n_shards != shard:
+            continue
+        examples = []
+        for j, sample in enumerate(recorder.record(task, stats)):
+            base = prepare_example(policy, codec, sample)
+            variants = [randomize_entities(sample, pool, random.Random(f"{demos.seed}/{task.seed}/{j}/{c}"))
+                        for c in range(copies)]
+            variants = [v for v in variants if v is not None]
+            if not variants or random.Random(f"{demos.seed}/{task.seed}/{j}/keep").random() < keep:
+                examples.append(base)
+            examples.extend(prepare_text_variant(policy, v, base) for v in variants)
+        out.append((k, examples))
+    if _WORKER.get("forked"):
+        # Plain pickle bytes: multiprocessing would pass each tensor as a shared-memory file
+        # descriptor, and tens of thousands of them exhaust the process's open-file limit.
+        return pickle.dumps((out, stats), protocol=pickle.HIGHEST_PROTOCOL)
     return out, stats
 
 
 def _prepare_all(policy: VLMPolicy, codec: PixelCodec, demos: DemoConfig, split: str, workers: int,
-                 stats: DemoStats) -> list[Example]:
+                 stats: DemoStats, progress: Callable[[int, int], None] | None = None, random_copies: int = 0,
+                 pool: Sequence[str] = (), keep_original: float = 1.0) -> list[Example]:
     """Make and prepare every demonstration of `split`, in `workers` processes (forked, so they
-    share the policy); the result is in task order whatever the number of workers."""
-    _WORKER.update(policy=policy, codec=codec, **{split: demos})
-    jobs = [(split, k, workers) for k in range(workers)]
+    share the policy); the result is in task order whatever the number of workers.
+    `progress(done, total)` counts episodes."""
+    total = demos.episodes_per_task * len(seen_templates(demos.apps))
+    n_chunks = max(1, min(total, 8 * workers))
+    _WORKER.update(policy=policy, codec=codec, random_copies=random_copies, keep_original=keep_original,
+                   pool=list(pool), **{split: demos})
+    jobs = [(split, k, n_chunks) for k in range(n_chunks)]
+    pieces: list[tuple[int, list[Example]]] = []
+    done = 0
+    pool = None
     try:
         if workers == 1:
-            shards = [_prepare_shard(jobs[0])]
+            results = map(_prepare_shard, jobs)
         else:
             import multiprocessing as mp
 
-            with mp.get_context("fork").Pool(workers) as pool:
-                shards = pool.map(_prepare_shard, jobs)
+            _WORKER["forked"] = True
+            pool = mp.get_context("fork").Pool(workers)
+            results = pool.imap(_prepare_shard, jobs)
+        for result in results:
+            part, part_stats = pickle.loads(result) if isinstance(result, bytes) else result
+            pieces.extend(part)
+            stats.merge(part_stats)
+            done += len(part)
+            if progress is not None:
+                progress(done, total)
     finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
         _WORKER.clear()
-    pieces: list[tuple[int, list[Example]]] = []
-    for part, part_stats in shards:
-        pieces.extend(part)
-        stats.merge(part_stats)
     return [ex for _, exs in sorted(pieces, key=lambda p: p[0]) for ex in exs]
 
 
@@ -495,13 +560,14 @@ def _run(cfg: PretrainConfig, out: Path, state: dict[str, Any] | None, progress:
 
     # ---------------------------------------------------------------- tokenizer, processor, model
     tok_dir = cfg.train_dir / "tokenizer"
+    t0 = time.perf_counter()
+    corpus = list(corpus_texts(cfg.demos, cfg.corpus_episodes_per_task, cfg.prompt))
+    pool = entity_pool(corpus)
     if state is not None and (tok_dir / "tokenizer_config.json").exists():
         from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer
 
         tokenizer = Qwen2Tokenizer.from_pretrained(tok_dir)
     else:
-        t0 = time.perf_counter()
-        corpus = list(corpus_texts(cfg.demos, cfg.corpus_episodes_per_task, cfg.prompt))
         tokenizer = build_tokenizer(corpus, vocab_size=cfg.model.vocab_size)
         tok_dir.mkdir(parents=True, exist_ok=True)
         tokenizer.save_pretrained(tok_dir)
@@ -514,8 +580,9 @@ def _run(cfg: PretrainConfig, out: Path, state: dict[str, Any] | None, progress:
     # ---------------------------------------------------------------- demonstrations, prepared once
     t0 = time.perf_counter()
     stats = DemoStats()
-    report("demos", split="train", episodes=cfg.demos.episodes_per_task * len(seen_templates(cfg.demos.apps)))
-    examples = _prepare_all(policy, codec, cfg.demos, "train", cfg.data_workers, stats)
+    examples = _prepare_all(policy, codec, cfg.demos, "train", cfg.data_workers, stats,
+                            lambda d, n: report("demos", split="train", done=d, total=n), cfg.random_copies, pool,
+                            cfg.keep_original)
     if not examples:
         raise ConfigError("pretrain: the demonstrations came out empty; check demos.apps and demos.episodes_per_task")
     val_demo_cfg = replace(cfg.demos, episodes_per_task=cfg.val_episodes_per_task)

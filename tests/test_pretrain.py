@@ -163,3 +163,69 @@ def test_from_dict_reads_nested_settings_and_refuses_unknown_keys() -> None:
         PretrainConfig.from_dict({"model": {"hiden_size": 1}})
     with pytest.raises(ConfigError, match="unseen"):
         PretrainConfig.from_dict({"demos": {"apps": ["com.example.expenses"]}})
+
+
+def test_data_do_not_depend_on_the_number_of_workers() -> None:
+    from coadapt.demos import DemoStats
+    from coadapt.policy.model import VLMPolicy
+    from coadapt.policy.tiny import TINY_POLICY_CONFIG, build_model
+    from coadapt.pretrain import _prepare_all
+
+    tokenizer = build_tokenizer(["hello"], vocab_size=400)
+    policy = VLMPolicy(build_model(MICRO, tokenizer), build_processor(tokenizer, MICRO), TINY_POLICY_CONFIG)
+    codec = PixelCodec(policy.processor.image_processor)
+    demos = DemoConfig(episodes_per_task=2, apps=(NOTES,), popup_share=0.5, detour_share=0.5)
+    runs = []
+    for workers in (1, 2):
+        stats = DemoStats()
+        seen: list[tuple[int, int]] = []
+        examples = _prepare_all(policy, codec, demos, "train", workers, stats, lambda d, n: seen.append((d, n)))
+        assert seen[-1] == (16, 16)
+        runs.append(([(e.input_ids.tolist(), e.answer.tolist(), e.source) for e in examples], stats.to_dict()))
+    assert runs[0] == runs[1]
+
+
+def test_the_bundled_recipe_prompts_without_indices() -> None:
+    from coadapt.policy.prompt import PolicyInput, prompt_text
+
+    cfg = PretrainConfig()
+    assert cfg.prompt.show_indices is False and cfg.policy_config.constrain_names is True
+    sample = next(iter(iter_demos(DemoConfig(episodes_per_task=1, apps=(NOTES,)))))
+    text = prompt_text(PolicyInput(sample.observation, "x"), cfg.prompt)
+    assert "[0]" not in text and 'TextView "Notes"' in text
+
+
+def test_text_variants_tokenize_like_prepare_and_randomise_consistently() -> None:
+    import random
+
+    from coadapt.android_env.actions import Invalid
+    from coadapt.demos import entity_pool, randomize_entities
+    from coadapt.policy.model import VLMPolicy
+    from coadapt.policy.parser import parse_action
+    from coadapt.policy.tiny import TINY_POLICY_CONFIG, build_model
+    from coadapt.pretrain import prepare_text_variant
+
+    samples = list(iter_demos(DemoConfig(episodes_per_task=1, apps=(NOTES,))))
+    tokenizer = build_tokenizer([s.goal for s in samples], vocab_size=400)
+    policy = VLMPolicy(build_model(MICRO, tokenizer), build_processor(tokenizer, MICRO), TINY_POLICY_CONFIG)
+    codec = PixelCodec(policy.processor.image_processor)
+    base = prepare_example(policy, codec, samples[1])
+    same = prepare_text_variant(policy, samples[1], base)
+    assert torch.equal(same.input_ids, base.input_ids) and torch.equal(same.answer, base.answer)
+    assert torch.equal(same.mm_token_type_ids, base.mm_token_type_ids)
+
+    pool = entity_pool([s.goal for s in samples] + [s.target for s in samples])
+    changed = 0
+    for s in samples:
+        v = randomize_entities(s, pool, random.Random(0))
+        if v is None:
+            continue
+        changed += 1
+        assert v.source == s.source + "+random" and v.task == s.task
+        assert not isinstance(parse_action(v.target, v.observation), Invalid)
+        assert v.observation.screenshot is s.observation.screenshot
+        title = next((val for val in get_template(s.task).from_seed(s.seed).values.values()
+                      if isinstance(val, str) and val in s.goal and len(val) > 3), None)
+        if title is not None and title in s.target:
+            assert title not in v.target and title not in v.goal
+    assert changed >= len(samples) // 2
