@@ -81,6 +81,9 @@ class PretrainConfig:
     indices: the model names elements by text, and prompts are a quarter shorter."""
     constrain_names: bool = True
     """Decode quoted element names constrained to names on the screen (saved in coadapt_policy.json)."""
+    constrain_text: bool = True
+    """Decode typed text and answers constrained to pieces of the goal or the screen, or numbers
+    (saved in coadapt_policy.json)."""
     random_copies: int = 2
     """Entity-randomised copies of each training decision (task parameters swapped for random
     words and numbers everywhere the sample shows them), so that copying from the goal and the
@@ -213,7 +216,8 @@ class PretrainConfig:
 
     @property
     def policy_config(self) -> PolicyConfig:
-        return replace(TINY_POLICY_CONFIG, prompt=self.prompt, constrain_names=self.constrain_names)
+        return replace(TINY_POLICY_CONFIG, prompt=self.prompt, constrain_names=self.constrain_names,
+                       constrain_text=self.constrain_text)
 
 
 # --------------------------------------------------------------------------- prepared examples

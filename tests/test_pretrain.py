@@ -190,6 +190,7 @@ def test_the_bundled_recipe_prompts_without_indices() -> None:
 
     cfg = PretrainConfig()
     assert cfg.prompt.show_indices is False and cfg.policy_config.constrain_names is True
+    assert cfg.policy_config.constrain_text is True
     sample = next(iter(iter_demos(DemoConfig(episodes_per_task=1, apps=(NOTES,)))))
     text = prompt_text(PolicyInput(sample.observation, "x"), cfg.prompt)
     assert "[0]" not in text and 'TextView "Notes"' in text

@@ -1,4 +1,4 @@
-"""Constrained decoding for text-style answers: a quoted element name must be a name on screen.
+"""Constrained decoding for text-style answers: quoted names are on the screen, quoted text is copied.
 
 In `tap "Save"`, `long_press "…"`, `swipe left "…"`, `scroll down "…"` and `type "…" into "…"`
 (the second quote), the quoted text names an element. While the model writes such a name, only
@@ -7,6 +7,11 @@ escapes, the prompt's cut at `max_label_chars` allowed too) followed by the clos
 allowed; the model's own scores choose among them. Everything else (verbs, typed text, answers)
 is left free. A near miss ("Sav" for "Save") becomes the nearest name the model prefers instead
 of an invalid action.
+
+`CopyConstraint` does the same for free text: what `type "…"` types and what `done "…"`
+answers must be a piece of the goal or of a name on the screen, or a number (counts, sums).
+A small model that has learnt to copy still sometimes writes a string it remembers from
+training instead; under this constraint it can only copy.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from .elements import element_names
 
 _OPENERS = re.compile(rb'(?:^\s*(?:tap|long_press)|^\s*(?:swipe|scroll) (?:left|right|up|down)|" into) "$')
 _QUOTE = re.compile(rb'(?<!\\)"')
+_TEXT_OPENERS = re.compile(rb'\A\s*(?:type|done) "\Z')
+_NUMBER = re.compile(rb'[0-9.,:+\-$%]*\Z')  # digits, separators, sign, $ and %
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -110,6 +117,69 @@ class ElementNameConstraint(LogitsProcessor):
                 continue
             allowed = self.allowed(row, partial)
             if not allowed:  # nothing on screen fits: leave the model free (the parser will say why)
+                continue
+            keep = scores[row, allowed].clone()
+            scores[row, :] = float("-inf")
+            scores[row, allowed] = keep
+        return scores
+
+
+def open_text(text: bytes) -> bytes | None:
+    """The partial free text being written at the end of `text` (typed text right after `type "`,
+    or an answer after `done "`, with no closing quote yet), or None elsewhere."""
+    quotes = [m.start() for m in _QUOTE.finditer(text)]
+    if len(quotes) != 1:
+        return None
+    k = quotes[0]
+    return text[k + 1 :] if _TEXT_OPENERS.search(text[: k + 1]) else None
+
+
+def copy_sources(goal: str, obs: Observation) -> list[bytes]:
+    """The texts free text may be copied from, JSON-escaped as they sit between quotes."""
+    texts = {goal, *(n for e in obs.elements for n in element_names(e))}
+    return sorted(json.dumps(t, ensure_ascii=False)[1:-1].encode("utf-8") for t in texts if t.strip())
+
+
+class CopyConstraint(LogitsProcessor):
+    """Masks tokens that would make typed text or an answer no piece of the goal or of a screen
+    name (numbers stay free). `goals[b]` and `observations[b]` are batch row b's; the rest as in
+    `ElementNameConstraint`."""
+
+    def __init__(self, table: TokenBytes, goals: Sequence[str], observations: Sequence[Observation], prompt_len: int):
+        self.table = table
+        self.sources = [copy_sources(g, o) for g, o in zip(goals, observations)]
+        self.prompt_len = prompt_len
+        self.numeric = sorted({t for b, ids in table.ids_of.items() if _NUMBER.match(b) for t in ids})
+        self.numeric_closing = sorted({t for b, ids in table.ids_of.items()
+                                       if b.endswith(b'"') and _NUMBER.match(b[:-1]) for t in ids})
+
+    def allowed(self, row: int, partial: bytes) -> list[int]:
+        ids: set[int] = set()
+        ids_of = self.table.ids_of
+        for source in self.sources[row]:
+            at = source.find(partial)
+            while at >= 0:
+                rest = source[at + len(partial) :]
+                for j in range(0, min(len(rest), self.table.max_len) + 1):
+                    if j:
+                        ids.update(ids_of.get(rest[:j], ()))
+                    if partial or j:
+                        ids.update(ids_of.get(rest[:j] + b'"', ()))
+                at = source.find(partial, at + 1)
+        if _NUMBER.match(partial):
+            ids.update(self.numeric)
+            if partial:
+                ids.update(self.numeric_closing)
+        return sorted(ids)
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        for row in range(input_ids.shape[0]):
+            generated = input_ids[row, self.prompt_len :].tolist()
+            partial = open_text(b"".join(self.table.by_id.get(t, b"") for t in generated))
+            if partial is None:
+                continue
+            allowed = self.allowed(row, partial)
+            if not allowed:
                 continue
             keep = scores[row, allowed].clone()
             scores[row, :] = float("-inf")

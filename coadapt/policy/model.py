@@ -75,6 +75,9 @@ class PolicyConfig:
     """Text style only: while the answer quotes an element name (`tap "…"`), allow only tokens
     that keep it a name on the screen (`constrain.ElementNameConstraint`); the model's scores
     still choose among them."""
+    constrain_text: bool = False
+    """Text style only: typed text and answers (`type "…"`, `done "…"`) must be copied from the
+    goal or a name on the screen, or be a number (`constrain.CopyConstraint`)."""
     coordinates: Literal["image", "relative"] = "image"
     """How UI-TARS coordinates in answers are read: pixels of the resized image the model saw
     (Qwen2.5-VL, UI-TARS-1.5) or 0-1000 relative (Qwen2-VL, UI-TARS)."""
@@ -316,16 +319,22 @@ class VLMPolicy:
         sampling: dict[str, Any] = {"do_sample": False}
         if cfg.temperature > 0:
             sampling = {"do_sample": True, "temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": 0}
-        if cfg.constrain_names and cfg.prompt.style == "text":
+        if (cfg.constrain_names or cfg.constrain_text) and cfg.prompt.style == "text":
             from transformers import LogitsProcessorList
 
-            from .constrain import ElementNameConstraint, TokenBytes
+            from .constrain import CopyConstraint, ElementNameConstraint, TokenBytes
 
             if getattr(self, "_token_bytes", None) is None:
                 self._token_bytes = TokenBytes(self.tokenizer)
-            sampling["logits_processor"] = LogitsProcessorList([ElementNameConstraint(
-                self._token_bytes, [inp.observation for inp in inputs], batch["input_ids"].shape[1],
-                cfg.prompt.max_label_chars)])
+            observations, prompt_len = [inp.observation for inp in inputs], batch["input_ids"].shape[1]
+            processors = LogitsProcessorList()
+            if cfg.constrain_names:
+                processors.append(ElementNameConstraint(self._token_bytes, observations, prompt_len,
+                                                        cfg.prompt.max_label_chars))
+            if cfg.constrain_text:
+                processors.append(CopyConstraint(self._token_bytes, [inp.goal for inp in inputs], observations,
+                                                 prompt_len))
+            sampling["logits_processor"] = processors
         with self._lock:
             was_training = self.model.training
             self.model.eval()
