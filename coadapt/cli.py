@@ -215,6 +215,11 @@ def pretrain(
                 bar.update(tid, description=f"preparing {d['what']}", total=None, completed=d["done"])
             elif event == "step":
                 bar.update(tid, description=f"training  loss {d['loss']:.3f}", total=d["total"], completed=d["step"])
+                if not bar.console.is_terminal:  # a log file gets plain lines instead of a bar
+                    bar.console.print(f"step {d['step']}/{d['total']}: loss {d['loss']:.4f}, "
+                                      f"{d['seconds_per_step']:.2f} s/step")
+            elif event == "data" and not bar.console.is_terminal:
+                bar.console.print(f"demonstrations: {d['examples']} training decisions in {d['seconds']:.0f} s")
             elif event == "validate":
                 bar.console.print(f"step {d['step']}: validation success {d['success_rate']:.3f}, "
                                   f"exact match {d['exact_match']:.3f}" + ("  (best, saved)" if d.get("saved") else ""))

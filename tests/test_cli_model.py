@@ -38,7 +38,7 @@ def test_eval_with_a_model_folder(model_dirs, tmp_path, with_adapter):
     done = subprocess.run(args, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((out / "report.json").read_text())
-    assert report["n_episodes"] == 3 and 0.0 <= report["success_rate"] <= 1.0
+    assert report["n_episodes"] == 12 and 0.0 <= report["success_rate"] <= 1.0
     con = sqlite3.connect(out / "run.db")
     try:
         raw = [r[0] for r in con.execute("SELECT raw_output FROM steps")]
