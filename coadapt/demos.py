@@ -57,7 +57,6 @@ MAX_DETOUR_TRIES = 3
 """Wrong taps tried (each on a fresh replay) before an episode goes without a detour."""
 MAX_BACKS = 3
 """Backs a detour may need to restore the screen (a keyboard or a menu closes first)."""
-"""Steps a perturbed episode may take beyond the task's limit (dismissals and detours cost steps)."""
 
 
 # --------------------------------------------------------------------------- config
