@@ -86,7 +86,36 @@ def open_name(text: bytes) -> bytes | None:
     return None
 
 
-class ElementNameConstraint(LogitsProcessor):
+class _QuotedConstraint(LogitsProcessor):
+    """Masks, in each batch row, every token `allowed` does not list while the answer is inside
+    a quoted span that `partial` recognises; `table` holds the tokenizer's token bytes and
+    `prompt_len` the prompt's token count (the generated part starts there)."""
+
+    table: TokenBytes
+    prompt_len: int
+
+    def partial(self, text: bytes) -> bytes | None:
+        raise NotImplementedError
+
+    def allowed(self, row: int, partial: bytes) -> list[int]:
+        raise NotImplementedError
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        for row in range(input_ids.shape[0]):
+            generated = input_ids[row, self.prompt_len :].tolist()
+            partial = self.partial(b"".join(self.table.by_id.get(t, b"") for t in generated))
+            if partial is None:
+                continue
+            allowed = self.allowed(row, partial)
+            if not allowed:  # nothing fits: leave the model free (the parser will say why)
+                continue
+            keep = scores[row, allowed].clone()
+            scores[row, :] = float("-inf")
+            scores[row, allowed] = keep
+        return scores
+
+
+class ElementNameConstraint(_QuotedConstraint):
     """Masks tokens that would make a quoted element name no name on the screen.
 
     `observations[b]` is the screen of batch row b; `prompt_len` the prompt's token count (the
@@ -109,19 +138,8 @@ class ElementNameConstraint(LogitsProcessor):
                 ids.update(self.table.ids_of.get(rest[:j], ()))
         return sorted(ids)
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        for row in range(input_ids.shape[0]):
-            generated = input_ids[row, self.prompt_len :].tolist()
-            partial = open_name(b"".join(self.table.by_id.get(t, b"") for t in generated))
-            if partial is None:
-                continue
-            allowed = self.allowed(row, partial)
-            if not allowed:  # nothing on screen fits: leave the model free (the parser will say why)
-                continue
-            keep = scores[row, allowed].clone()
-            scores[row, :] = float("-inf")
-            scores[row, allowed] = keep
-        return scores
+    def partial(self, text: bytes) -> bytes | None:
+        return open_name(text)
 
 
 def open_text(text: bytes) -> bytes | None:
@@ -140,7 +158,7 @@ def copy_sources(goal: str, obs: Observation) -> list[bytes]:
     return sorted(json.dumps(t, ensure_ascii=False)[1:-1].encode("utf-8") for t in texts if t.strip())
 
 
-class CopyConstraint(LogitsProcessor):
+class CopyConstraint(_QuotedConstraint):
     """Masks tokens that would make typed text or an answer no piece of the goal or of a screen
     name (numbers stay free). `goals[b]` and `observations[b]` are batch row b's; the rest as in
     `ElementNameConstraint`."""
@@ -172,16 +190,5 @@ class CopyConstraint(LogitsProcessor):
                 ids.update(self.numeric_closing)
         return sorted(ids)
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        for row in range(input_ids.shape[0]):
-            generated = input_ids[row, self.prompt_len :].tolist()
-            partial = open_text(b"".join(self.table.by_id.get(t, b"") for t in generated))
-            if partial is None:
-                continue
-            allowed = self.allowed(row, partial)
-            if not allowed:
-                continue
-            keep = scores[row, allowed].clone()
-            scores[row, :] = float("-inf")
-            scores[row, allowed] = keep
-        return scores
+    def partial(self, text: bytes) -> bytes | None:
+        return open_text(text)
