@@ -1,11 +1,12 @@
 """Policy speed: actions per second at batch 1 and 8, a training step, and peak memory.
 
-    python benchmarks/policy_step.py [--model PATH] [--steps 5] [--max-new-tokens 16] [--json out.json]
+    python benchmarks/policy_step.py [--model PATH|fresh] [--steps 5] [--max-new-tokens 16] [--json out.json]
 
-Without --model a fresh tiny VLM (random weights, default TinyVLMConfig) is built in a temporary
-folder and loaded back through the public loading path, as a real checkpoint would be. A random
-model never writes the end token, so every answer runs to --max-new-tokens: 16 is about the
-length of a real action (`type "milk" into "Title"` is ~9 tokens plus the end token).
+Without --model it measures the bundled tiny VLM (the default policy), with its decoding
+constraints. `--model fresh` builds a fresh tiny VLM (random weights, default TinyVLMConfig) in a
+temporary folder and loads it back through the public loading path; a random model never writes
+the end token, so every answer runs to --max-new-tokens: 16 is about the length of a real action
+(`type "milk" into "Title"` is ~9 tokens plus the end token).
 Observations are Notes screens of a simulated phone (list with ten notes, editor).
 """
 
@@ -28,6 +29,7 @@ from rich.table import Table
 from coadapt.android_env.observation import Observation
 from coadapt.android_env.sim import SimDevice
 from coadapt.apps import make_apps
+from coadapt.policy.agent import BUNDLED_MODEL
 from coadapt.policy.model import VLMPolicy
 from coadapt.policy.prompt import PolicyInput
 from coadapt.policy.tiny import build_tiny_policy, count_parameters
@@ -53,7 +55,7 @@ def peak_rss_mb() -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", help="model folder or hub id (default: a fresh tiny VLM)")
+    ap.add_argument("--model", help="model folder, hub id, or 'fresh' (default: the bundled tiny VLM)")
     ap.add_argument("--steps", type=int, default=5, help="timed repetitions per measurement")
     ap.add_argument("--max-new-tokens", type=int, default=16, help="answer length cap, in tokens")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
@@ -66,11 +68,11 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        if args.model is None:
+        if args.model == "fresh":
             build_tiny_policy(corpus).save(tmp)
             path = tmp
         else:
-            path = args.model
+            path = args.model or BUNDLED_MODEL
         policy = VLMPolicy.load(path)
         load_s = time.perf_counter() - t0
     policy.config = replace(policy.config, max_new_tokens=args.max_new_tokens)
@@ -105,7 +107,7 @@ def main() -> None:
     encoded = policy.encode(inputs)
     encode_s = (time.perf_counter() - t) / 8
     info = {
-        "model": args.model or "fresh tiny VLM", "parameters": count_parameters(policy.model),
+        "model": {None: "bundled tiny VLM", "fresh": "fresh tiny VLM"}.get(args.model, args.model), "parameters": count_parameters(policy.model),
         "tokens_per_prompt": int(encoded["attention_mask"].sum(1).float().mean()),
         "image_tokens": int(encoded["mm_token_type_ids"][0].sum()), "load_s": load_s,
         "encode_ms_per_sample": encode_s * 1000, "max_new_tokens": args.max_new_tokens,
