@@ -20,3 +20,17 @@ def test_every_package_is_listed():
             found.add(".".join([pkg, *rel.parts]) if rel.parts else pkg)
     missing = sorted(found - listed)
     assert not missing, f"add to [tool.setuptools] packages: {missing}"
+
+
+def test_the_bundled_model_and_suites_ship_as_package_data():
+    import fnmatch
+
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    data = cfg["package-data"]
+    for pkg, folder, needed in [("coadapt.policy.tiny_vlm", ROOT / "coadapt" / "policy" / "tiny_vlm", "*"),
+                                ("coadapt.tasks.suites", ROOT / "tasks" / "suites", "*.yaml")]:
+        assert pkg in cfg["packages"], f"{pkg} is not listed, so a wheel would not ship {folder}"
+        files = sorted(p.name for p in folder.glob(needed))
+        assert files, folder
+        unshipped = [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in data.get(pkg, []))]
+        assert not unshipped, f"{pkg}: {unshipped} would be left out of a wheel"
