@@ -70,9 +70,9 @@ def main() -> None:
         t0 = time.perf_counter()
         if args.model == "fresh":
             build_tiny_policy(corpus).save(tmp)
-            path = tmp
+            path, label = tmp, "fresh tiny VLM"
         else:
-            path = args.model or BUNDLED_MODEL
+            path, label = args.model or BUNDLED_MODEL, args.model or "bundled tiny VLM"
         policy = VLMPolicy.load(path)
         load_s = time.perf_counter() - t0
     policy.config = replace(policy.config, max_new_tokens=args.max_new_tokens)
@@ -107,7 +107,7 @@ def main() -> None:
     encoded = policy.encode(inputs)
     encode_s = (time.perf_counter() - t) / 8
     info = {
-        "model": {None: "bundled tiny VLM", "fresh": "fresh tiny VLM"}.get(args.model, args.model), "parameters": count_parameters(policy.model),
+        "model": label, "parameters": count_parameters(policy.model),
         "tokens_per_prompt": int(encoded["attention_mask"].sum(1).float().mean()),
         "image_tokens": int(encoded["mm_token_type_ids"][0].sum()), "load_s": load_s,
         "encode_ms_per_sample": encode_s * 1000, "max_new_tokens": args.max_new_tokens,

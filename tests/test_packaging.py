@@ -8,8 +8,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _setuptools() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+
+
+def _folder(pkg: str, dirs: dict[str, str]) -> Path:
+    """The source folder of `pkg` under package-dir's mapping."""
+    root = max((p for p in dirs if pkg == p or pkg.startswith(p + ".")), key=len)
+    return ROOT / dirs[root] / Path(*pkg[len(root):].split(".")[1:])
+
+
 def test_every_package_is_listed():
-    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    cfg = _setuptools()
     listed = set(cfg["packages"])
     dirs = cfg["package-dir"]
     found = set()
@@ -25,10 +35,10 @@ def test_every_package_is_listed():
 def test_the_bundled_model_and_suites_ship_as_package_data():
     import fnmatch
 
-    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    cfg = _setuptools()
     data = cfg["package-data"]
-    for pkg, folder, needed in [("coadapt.policy.tiny_vlm", ROOT / "coadapt" / "policy" / "tiny_vlm", "*"),
-                                ("coadapt.tasks.suites", ROOT / "tasks" / "suites", "*.yaml")]:
+    for pkg, needed in [("coadapt.policy.tiny_vlm", "*"), ("coadapt.tasks.suites", "*.yaml")]:
+        folder = _folder(pkg, cfg["package-dir"])
         assert pkg in cfg["packages"], f"{pkg} is not listed, so a wheel would not ship {folder}"
         files = sorted(p.name for p in folder.glob(needed))
         assert files, folder
