@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from coadapt.android_env.errors import CoadaptError
+from coadapt.android_env.errors import CoadaptError, ConfigError
 
 app = typer.Typer(
     name="coadapt",
@@ -62,13 +62,6 @@ def show(
         console.print(f"uiautomator dump: {xml}")
 
 
-def _set_threads(threads: Optional[int]) -> None:
-    if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
-
-
 def _print_eval_report(report: dict, title: str) -> None:
     table = Table(title=title)
     for col in ("app", "episodes", "success rate", "mean steps"):
@@ -111,49 +104,89 @@ def tasks_cmd(
     console.print(table)
 
 
+# Options shared by the commands that run a policy on phones; each maps onto a config field.
+_CONFIG = typer.Option(None, "--config", help="YAML root config (sections model, devices, eval, adapt); options override it.")
+_MODEL = typer.Option(None, "--policy", "--model", help="oracle, random, default (the bundled tiny VLM), or a model folder / hub id.")
+_ADAPTER = typer.Option(None, help="A peft LoRA adapter folder to load on the model.")
+_DEVICE = typer.Option(None, "--device", help="Where the model runs: cpu, cuda or auto.")
+_TEMPERATURE = typer.Option(None, help="Sampling temperature (0: greedy). Default: the model folder's setting.")
+_TOP_P = typer.Option(None, "--top-p", help="Nucleus sampling mass. Default: the model folder's setting.")
+_THREADS = typer.Option(None, help="torch CPU threads for the model (default: torch's choice).")
+_DEVICES = typer.Option(None, "--devices", help="Comma-separated ADB serials; default: simulated phones.")
+_WORKERS = typer.Option(None, help="Simulated phones in parallel (one worker per device with --devices). Default 2.")
+_SEED = typer.Option(None, help="Seed of the simulated phones and of every episode's sampling. Default 0.")
+_SETTLE = typer.Option(None, help="Seconds to let a real device's UI settle after each action. Default 0.")
+_POPUPS = typer.Option(None, "--popups/--no-popups", help="Random system popups on simulated phones. Default off.")
+_SCREENSHOTS = typer.Option(None, "--screenshots/--no-screenshots", help="Save each step's screenshot in the run folder. Default on.")
+
+
+def _common_overrides(model, adapter, device, temperature, top_p, threads, devices, workers, seed, settle, popups,
+                      screenshots) -> dict:
+    return {"model.model": model, "model.adapter": adapter, "model.device": device, "model.temperature": temperature,
+            "model.top_p": top_p, "model.threads": threads, "devices.devices": devices, "devices.workers": workers,
+            "devices.seed": seed, "devices.settle": settle, "devices.popups": popups,
+            "devices.screenshots": screenshots}
+
+
+def _progress_bar(label: str):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn(f"[bold]{label}[/] {{task.description}}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=True)
+
+
 @app.command("eval")
 def eval_cmd(
-    suite: str = typer.Option(..., help="Suite YAML file, or a bundled suite name: smoke, seen, unseen, all."),
-    policy: str = typer.Option("default", "--policy", "--model",
-                               help="oracle, random, default (the bundled tiny VLM), or a model folder / hub id."),
-    adapter: Optional[str] = typer.Option(None, help="A peft LoRA adapter folder to load on the model."),
-    threads: Optional[int] = typer.Option(None, help="torch CPU threads for the model (default: torch's choice)."),
-    devices: Optional[str] = typer.Option(None, help="Comma-separated ADB serials; default: simulated phones."),
+    suite: Optional[str] = typer.Option(None, help="Suite YAML file, or a bundled suite name: smoke, seen, unseen, all."),
+    config: Optional[Path] = _CONFIG,
+    policy: Optional[str] = _MODEL,
+    adapter: Optional[str] = _ADAPTER,
+    device: Optional[str] = _DEVICE,
+    temperature: Optional[float] = _TEMPERATURE,
+    top_p: Optional[float] = _TOP_P,
+    threads: Optional[int] = _THREADS,
+    devices: Optional[str] = _DEVICES,
+    workers: Optional[int] = _WORKERS,
+    seed: Optional[int] = _SEED,
+    settle: Optional[float] = _SETTLE,
+    popups: Optional[bool] = _POPUPS,
+    screenshots: Optional[bool] = _SCREENSHOTS,
+    k: Optional[int] = typer.Option(None, help="Attempts per instance; pass@k is reported when k > 1. Default 1."),
     out: Optional[Path] = typer.Option(None, help="Run folder (reuse it to resume a killed run). Default: runs/eval-<suite>-<policy>-<time>."),
-    k: int = typer.Option(1, help="Attempts per instance; pass@k is reported when k > 1."),
-    workers: int = typer.Option(2, help="Simulated phones in parallel (one worker per device with --devices)."),
-    seed: int = typer.Option(0, help="Seed of the simulated phones and of the random policy."),
-    screenshots: bool = typer.Option(True, help="Save each step's screenshot in the run folder."),
 ) -> None:
     """Run every instance of a suite and report success rates (AndroidWorld-style)."""
     import time as _time
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from coadapt.evaluation import EvalConfig, run_suite
-    from coadapt.policies import make_policy
+    from coadapt.config import load_config, to_dict
+    from coadapt.evaluation import run_suite, suite_tasks
     from coadapt.runs import RunStore, RunStoreError
     from coadapt.tasks.suite import Suite
+    from coadapt.wiring import build_policy, build_pool, rollout_settings
 
-    EvalConfig(suite=suite, policy=policy, k=k, workers=workers, screenshots=screenshots)  # validates the options
-    s = Suite.load(suite)
-    _set_threads(threads)
-    pol = make_policy(policy, seed=seed, adapter=adapter)
-    folder = out or Path("runs") / f"eval-{s.name}-{Path(policy).name}-{_time.strftime('%Y%m%d-%H%M%S')}"
-    store = RunStore(folder, save_screens=screenshots)
+    cfg = load_config(config, {"eval.suite": suite, "eval.k": k,
+                               **_common_overrides(policy, adapter, device, temperature, top_p, threads, devices,
+                                                   workers, seed, settle, popups, screenshots)})
+    if suite is None and config is None:
+        raise ConfigError("give --suite (smoke, seen, unseen, all or a suite file) or a --config with eval.suite")
+    s = Suite.load(cfg.eval.suite)
+    cards, templates = suite_tasks(s, cfg.eval.space)
+    pol = build_policy(cfg.model, templates)
+    folder = out or Path("runs") / f"eval-{s.name}-{_run_label(cfg.model)}-{_time.strftime('%Y%m%d-%H%M%S')}"
+    store = RunStore(folder, save_screens=cfg.devices.screenshots)
     identity = {"suite": s.name, "tasks": list(s.tasks), "seed": s.seed, "instances_per_task": s.instances_per_task,
-                "policy": policy, "adapter": adapter, "k": k}
+                "policy": cfg.model.model, "adapter": cfg.model.adapter, "k": cfg.eval.k,
+                "temperature": cfg.model.temperature, "run_seed": cfg.devices.seed}
     previous = store.get_meta("eval")
     if previous is not None and previous != identity:
-        raise RunStoreError(f"{folder} holds a different evaluation ({previous['suite']} / {previous['policy']}); use another --out")
+        raise RunStoreError(f"{folder} holds a different evaluation ({previous.get('suite')} / "
+                            f"{previous.get('policy')}); use another --out")
     store.set_meta("eval", identity)
-    store.write_json("config.json", {"kind": "eval", **identity, "screenshots": screenshots})
-    from coadapt.devices import make_pool
-
-    devs = make_pool(devices, workers, seed)
+    store.write_json("config.json", {"kind": "eval", **identity, "config": to_dict(cfg)})
+    pool = build_pool(cfg.devices)
+    if cfg.devices.devices:
+        console.print(f"devices: {cfg.devices.devices} (through the adb server)")
     t0 = _time.perf_counter()
-    with Progress(TextColumn("[bold]eval[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
+    with _progress_bar("eval") as bar:
         tid = bar.add_task(f"{s.name} / {pol.name}", total=None)
 
         def progress(event: str, data: dict) -> None:
@@ -162,12 +195,132 @@ def eval_cmd(
             else:
                 bar.advance(tid)
 
-        report = run_suite(s, pol, devs, store, k=k, progress=progress)
+        report = run_suite(s, pol, pool, store, k=cfg.eval.k, space=cfg.eval.space, progress=progress,
+                           settings=rollout_settings(cfg.devices), templates=templates,
+                           adapter=cfg.model.adapter)
     report["wall_seconds"] = round(_time.perf_counter() - t0, 2)
     report["run_folder"] = str(folder)
     store.write_json("report.json", report)
+    store.close()
+    if report["device_recoveries"]:
+        console.print(f"device recoveries: {report['device_recoveries']}, retired: {report['devices_retired'] or 'none'}")
     _print_eval_report(report, f"{s.name} — {pol.name}")
     console.print(f"report: {folder / 'report.json'}")
+
+
+def _run_label(model) -> str:
+    """Run-folder label of a policy: the model's name, plus the adapter's when one is loaded."""
+    label = Path(model.model).name or "model"
+    return f"{label}+{Path(model.adapter).name}" if model.adapter else label
+@app.command()
+def adapt(
+    app_name: str = typer.Option(..., "--app", help="Package or launcher label of the app to adapt to, e.g. com.example.expenses."),
+    config: Optional[Path] = _CONFIG,
+    model: Optional[str] = typer.Option(None, "--model", help="default (the bundled tiny VLM), or a model folder / hub id."),
+    adapter: Optional[str] = _ADAPTER,
+    device: Optional[str] = _DEVICE,
+    threads: Optional[int] = _THREADS,
+    devices: Optional[str] = _DEVICES,
+    workers: Optional[int] = _WORKERS,
+    seed: Optional[int] = _SEED,
+    settle: Optional[float] = _SETTLE,
+    popups: Optional[bool] = _POPUPS,
+    rounds: Optional[int] = typer.Option(None, help="Adaptation rounds. Default 4."),
+    group_size: Optional[int] = typer.Option(None, "--k", "--group-size", help="Sampled attempts per task card. Default 4."),
+    objective: Optional[str] = typer.Option(None, help="grpo, rloo, reinforce_pp or sft. Default grpo."),
+    minutes: Optional[float] = typer.Option(None, help="Wall-clock budget of the adaptation in minutes. Default 15."),
+    eval_instances: Optional[int] = typer.Option(None, help="Eval instances per template in the before/after report. Default 10."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Measure base and adapted success by ground truth (after adapting)."),
+    ablations: bool = typer.Option(False, "--ablations", help="Also adapt without the gate, turn credit, relabelling, and with each objective."),
+    out: Optional[Path] = typer.Option(None, help="Run folder (pass it again to resume a killed run). Default: runs/adapt-<app>-<time>."),
+) -> None:
+    """Adapt the policy to one app: rollouts, verifier, gate, LoRA update; report before/after."""
+    import time as _time
+
+    from coadapt.adaptation import run_adapt_job
+    from coadapt.apps import app_class
+    from coadapt.config import load_config
+
+    package = app_class(app_name).package
+    overrides = _common_overrides(model, adapter, device, None, None, threads, devices, workers, seed, settle, popups, None)
+    overrides.update({"adapt.rounds": rounds, "adapt.group_size": group_size, "adapt.objective": objective,
+                      "adapt.max_minutes": minutes, "adapt.eval_instances": eval_instances})
+    cfg = load_config(config, overrides)
+    folder = out or Path("runs") / f"adapt-{package.split('.')[-1]}-{_time.strftime('%Y%m%d-%H%M%S')}"
+    plain = not console.is_terminal
+    with _progress_bar("adapt") as bar:
+        tid = bar.add_task("starting", total=None)
+
+        def progress(event: str, d: dict) -> None:
+            if event == "eval":
+                bar.update(tid, description=f"ground-truth eval ({d['phase']})", total=d["total"], completed=0)
+            elif event == "round_start":
+                bar.update(tid, description=f"round {d['round'] + 1}/{cfg.adapt.rounds} rollouts", total=d["total"],
+                           completed=d["done"])
+            elif event == "episode":
+                bar.advance(tid)
+            elif event == "round":
+                line = (f"round {d['round'] + 1}: self-verified {d['self_verified_success']:.2f}, accepted "
+                        f"+{d['accepted_positive']}/-{d['accepted_negative']}, relabelled {d['relabelled_positive']}, "
+                        f"check {d['check']:.3f} ({'kept' if d['kept'] else 'rolled back'}), {d['seconds']:.0f} s")
+                bar.console.print(line)
+            elif event == "start" and d.get("done"):
+                bar.console.print(f"resuming after {d['done']} finished round(s)")
+            elif event == "ablation":
+                bar.console.print(f"ablation {d['name']}: adapted {d['adapted']:.3f}")
+            if plain and event in ("eval",):
+                bar.console.print(f"ground-truth eval: {d['phase']}")
+
+        result = run_adapt_job(package, cfg, folder, report=report, ablations=ablations, progress=progress)
+    table = Table(title=f"adapt {package}")
+    for col in ("", "success", "episodes", "mean steps"):
+        table.add_column(col, justify="left" if not col else "right")
+    for name in ("base", "adapted"):
+        if name in result:
+            r = result[name]
+            table.add_row(name, f"{r['success_rate']:.3f}", str(r["n_episodes"]), f"{r['mean_steps']:.1f}")
+    console.print(table)
+    line = [f"rounds {len(result['rounds'])}", f"env steps {result['env_steps']}",
+            f"adapting {result['adapt_wall_clock_s']:.0f} s", f"peak RSS {result['peak_rss_mb']:.0f} MB"]
+    if "gain" in result:
+        line.insert(0, f"gain {result['gain']:+.3f}")
+    v = result.get("verifier")
+    if v:
+        line.append(f"verifier precision {v['precision'] if v['precision'] is not None else '-'} "
+                    f"on {v['accepted_positive']} accepted")
+    console.print("  ".join(line))
+    console.print(f"adapter: {result['adapter']}   report: {folder / 'report.json'}")
+
+
+verifier_app = typer.Typer(help="The verifier's feature judge (fitted on seen apps only).", no_args_is_help=True)
+app.add_typer(verifier_app, name="verifier")
+
+
+@verifier_app.command("train")
+def verifier_train(
+    per_template: int = typer.Option(6, help="Seen-app instances per template (pretrain seed space)."),
+    seed: int = typer.Option(0, help="Seed of the instances and of the sampled attempts."),
+    workers: int = typer.Option(2, help="Simulated phones in parallel."),
+    out: Optional[Path] = typer.Option(None, help="Where to write the weights (default: the packaged judge_weights.json)."),
+) -> None:
+    """Fit the feature judge on the bundled policy's attempts at SEEN-app tasks, labelled by their checkers."""
+    from coadapt.adapt.verifier import WEIGHTS_FILE
+    from coadapt.judge_training import train_judge
+
+    with _progress_bar("verifier") as bar:
+        tid = bar.add_task("seen-app attempts", total=None)
+
+        def progress(event: str, d: dict) -> None:
+            if event == "start":
+                bar.update(tid, total=d["total"], completed=d["done"])
+            else:
+                bar.advance(tid)
+
+        data = train_judge(per_template, seed, workers=workers, out=out or WEIGHTS_FILE, progress=progress)
+    q = data["quality"]["held_out"]
+    console.print(f"{data['episodes']} attempts ({data['positives']} successes); held-out templates: precision "
+                  f"{q['precision']} on {q['accepted_positive']} accepted positives, recall {q['recall']}")
+    console.print(f"weights: {out or WEIGHTS_FILE}")
 
 
 @app.command()

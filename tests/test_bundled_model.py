@@ -15,7 +15,7 @@ from coadapt.android_env.sim import SimDevice  # noqa: E402
 from coadapt.apps import label_map, make_apps  # noqa: E402
 from coadapt.policy.agent import BUNDLED_MODEL, load_policy  # noqa: E402
 from coadapt.pretrain import METRICS_FILE, PretrainConfig  # noqa: E402
-from coadapt.rollout import run_episode  # noqa: E402
+from coadapt.rollout import TaskCard, run_episode  # noqa: E402
 from coadapt.tasks.registry import get_template  # noqa: E402
 from coadapt.tasks.suite import instance_seed  # noqa: E402
 
@@ -45,5 +45,6 @@ def test_the_default_policy_loads_and_plays_a_seen_task() -> None:
     seed = instance_seed("eval", 7, "ContactsCallContact", 0)
     task = get_template("ContactsCallContact").from_seed(seed)
     env = AndroidEnv(SimDevice(make_apps([task.app])), app_names=label_map())
-    traj = run_episode(env, policy.start(task.goal), task, seed=0)
+    card = TaskCard.from_template(task, "ContactsCallContact#0")
+    traj = run_episode(env, policy.start(card, 0), card)
     assert traj.steps and not any(isinstance(s.action, Invalid) for s in traj.steps[:2])

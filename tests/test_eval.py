@@ -12,11 +12,12 @@ import time
 
 import pytest
 
-from coadapt.agents import OraclePolicy, RandomPolicy
+from coadapt.policy.baselines import OraclePolicy, RandomPolicy
+from coadapt.rollout import TaskCard
 from coadapt.android_env.errors import DeviceError, TaskError
 from coadapt.android_env.sim import SimDevice
 from coadapt.apps import make_apps
-from coadapt.evaluation import run_suite
+from coadapt.evaluation import run_suite, suite_tasks
 from coadapt.runs import RunStore, list_runs
 from coadapt.tasks.suite import Suite
 
@@ -24,9 +25,13 @@ SMALL = Suite.from_dict({"name": "small", "seed": 5, "instances_per_task": 2,
                          "tasks": ["NotesAddNote", "NotesDeleteNote", "NotesCountLabel"]})
 
 
+def oracle(suite: Suite = SMALL) -> OraclePolicy:
+    return OraclePolicy(suite_tasks(suite)[1])
+
+
 def test_oracle_report(tmp_path):
     store = RunStore(tmp_path / "run")
-    report = run_suite(SMALL, OraclePolicy(), [SimDevice(make_apps())], store)
+    report = run_suite(SMALL, oracle(), [SimDevice(make_apps())], store)
     assert report["success_rate"] == 1.0
     assert report["n_instances"] == 6 and report["n_episodes"] == 6
     assert set(report["per_task"]) == set(SMALL.tasks)
@@ -37,14 +42,14 @@ def test_oracle_report(tmp_path):
     steps = store.steps(ep.id)
     assert len(steps) == ep.steps
     assert all((tmp_path / "run" / s["screen"]).exists() for s in steps)
-    assert json.loads(steps[0]["action"])["action_type"]
+    assert steps[0]["action"]["action_type"]
     assert list_runs(tmp_path) == [tmp_path / "run"]
 
 
 def test_pass_at_k_and_two_devices(tmp_path):
     store = RunStore(tmp_path / "run", save_screens=False)
     devices = [SimDevice(make_apps()), SimDevice(make_apps())]
-    report = run_suite(SMALL, RandomPolicy(1), devices, store, k=3)
+    report = run_suite(SMALL, RandomPolicy(), devices, store, k=3)
     assert report["n_episodes"] == 18 and report["k"] == 3
     assert 0.0 <= report["success_rate"] <= report["pass_at_k"] <= 1.0
     assert {r.device for r in store.episodes()} == {"sim-0"}  # both sims are called sim-0 by default
@@ -71,7 +76,7 @@ class FlakyDevice(SimDevice):
 
 def test_infra_error_is_rerun_and_counted(tmp_path):
     store = RunStore(tmp_path / "run", save_screens=False)
-    report = run_suite(SMALL, OraclePolicy(), [FlakyDevice()], store)
+    report = run_suite(SMALL, oracle(), [FlakyDevice()], store)
     assert report["success_rate"] == 1.0 and report["n_episodes"] == 6
     assert report["infra_errors"] == 1 and not report["lost_instances"]
     statuses = [r.status for r in store.episodes()]
@@ -82,7 +87,7 @@ def test_policy_bug_is_raised_not_swallowed(tmp_path):
     class Broken:
         name = "broken"
 
-        def start(self, goal, task=None):
+        def start(self, card, seed):
             raise RuntimeError("bug in policy")
 
     with pytest.raises(RuntimeError, match="bug in policy"):
@@ -90,8 +95,9 @@ def test_policy_bug_is_raised_not_swallowed(tmp_path):
 
 
 def test_oracle_needs_the_task():
+    card = TaskCard(key="x#0", goal="a goal", app="com.example.notes", max_steps=3, seed=1)
     with pytest.raises(TaskError):
-        OraclePolicy().start("a goal")
+        oracle().start(card, 0)
 
 
 def _finished(db) -> list[tuple]:

@@ -12,12 +12,12 @@ import time
 
 import pytest
 
-from coadapt.agents import OraclePolicy
+from coadapt.policy.baselines import OraclePolicy
 from coadapt.devices import adb_pool
 from coadapt.android_env.adb import AdbConfig
 from coadapt.emulator import manager
 from coadapt.emulator.adb_server import AdbServer, free_port
-from coadapt.evaluation import run_suite
+from coadapt.evaluation import run_suite, suite_tasks
 from coadapt.runs import RunStore
 from coadapt.tasks.suite import Suite
 
@@ -99,7 +99,7 @@ def test_killing_a_device_mid_suite_loses_no_instance(adb_env, tmp_path):
 
     t = threading.Thread(target=killer, daemon=True)
     t.start()
-    report = run_suite(suite, OraclePolicy(), pool, store)
+    report = run_suite(suite, OraclePolicy(suite_tasks(suite)[1]), pool, store)
     t.join(5)
     assert killed.is_set(), "the victim was never caught mid-episode"
     assert report["n_instances"] == 8 and report["n_episodes"] == 8 and not report["lost_instances"]

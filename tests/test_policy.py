@@ -46,6 +46,13 @@ class TrivialTask:
         pass
 
 
+def _card():
+    from coadapt.rollout import TaskCard
+
+    return TaskCard(key="trivial#0", goal=TrivialTask.goal, app="com.example.notes", max_steps=TrivialTask.max_steps,
+                    seed=0, start_in_app=False)
+
+
 @pytest.fixture(scope="module")
 def screens() -> list[Observation]:
     """Launcher, Notes list, Notes editor."""
@@ -192,16 +199,17 @@ def test_generation_scores_its_own_tokens(policy: VLMPolicy, screens: list[Obser
 
 
 def test_one_episode_on_a_sim_phone(tiny_dir: Path) -> None:
-    agent_policy = load_policy(tiny_dir, seed=3, config=FAST)
+    agent_policy = load_policy(tiny_dir, config=FAST)
     assert agent_policy.name == str(tiny_dir)
     env = AndroidEnv(SimDevice(make_apps(["com.example.notes"])), label_map())
     obs = env.reset(TrivialTask())
-    agent = agent_policy.start(TrivialTask.goal)
+    agent = agent_policy.start(_card(), 3)
     steps = 0
     while True:
-        action = agent.act(obs)
+        decision = agent.act(obs)
+        action = decision.action
         assert isinstance(action, Action.__args__)  # type: ignore[attr-defined]
-        assert isinstance(agent.last_output, str)
+        assert isinstance(decision.raw_output, str) and len(decision.history) == steps
         result = env.step(action)
         steps += 1
         obs = result.observation
@@ -215,10 +223,11 @@ def test_sampling_is_reproducible_per_seed(tiny_dir: Path, screens: list[Observa
     config = replace(FAST, temperature=1.0, max_new_tokens=8)
     texts = []
     for _ in range(2):
-        agent = load_policy(tiny_dir, seed=7, config=config).start(TrivialTask.goal)
-        agent.act(screens[1])
-        texts.append(agent.last_output)
+        agent = load_policy(tiny_dir, config=config).start(_card(), 7)
+        texts.append(agent.act(screens[1]).raw_output)
     assert texts[0] == texts[1]
+    others = {load_policy(tiny_dir, config=config).start(_card(), s).act(screens[1]).raw_output for s in range(8)}
+    assert len(others) > 1  # another episode seed samples something else
 
 
 def test_sft_loss_trains(tiny_dir: Path, screens: list[Observation]) -> None:

@@ -20,7 +20,7 @@ from coadapt.policy.tiny import TinyVLMConfig, build_processor, build_tokenizer 
 from coadapt.pretrain import (  # noqa: E402
     METRICS_FILE, PixelCodec, PretrainConfig, batch_order, prepare_example, run_pretrain,
 )
-from coadapt.rollout import run_episode  # noqa: E402
+from coadapt.rollout import TaskCard, run_episode  # noqa: E402
 from coadapt.tasks.registry import get_template  # noqa: E402
 
 NOTES = "com.example.notes"
@@ -79,7 +79,8 @@ def test_run_pretrain_writes_a_loadable_hf_folder(trained) -> None:
     agents = load_policy(folder)
     task = get_template("NotesDeleteNote").from_seed(demo_instances(0, 1, (NOTES,), "val")[0].seed)
     env = AndroidEnv(SimDevice(make_apps([NOTES])), app_names=label_map())
-    traj = run_episode(env, agents.start(task.goal), task, seed=1)
+    card = TaskCard.from_template(task, "NotesDeleteNote#0")
+    traj = run_episode(env, agents.start(card, 1), card)
     assert traj.steps and not traj.infra_error
     assert all(s.raw_output is not None for s in traj.steps)
 

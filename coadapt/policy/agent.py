@@ -1,17 +1,17 @@
-"""A VLMPolicy as an episode agent: `load_policy(spec).start(goal).act(obs)`, history kept per episode."""
+"""A VLMPolicy as an episode agent: `load_policy(spec).start(card, seed).act(obs)`, history kept per episode."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from pathlib import Path
+from typing import Sequence
 
-import torch
-
-from coadapt.android_env.actions import Action, describe
+from coadapt.android_env.actions import describe
 from coadapt.android_env.observation import Observation
+from coadapt.rollout.cards import TaskCard, step_seed
 
+from .base import Decision
 from .batching import Batcher
 from .model import Generation, PolicyConfig, VLMPolicy
 from .processor import ModelLoadError
@@ -22,45 +22,46 @@ log = logging.getLogger(__name__)
 BUNDLED_MODEL = Path(__file__).with_name("tiny_vlm")
 """Where the pretrained tiny VLM ships inside the package (written by `coadapt pretrain`)."""
 
+Request = tuple[PolicyInput, int]
+"""One decision to make: the model's input and the step's sampling seed."""
+
 
 class VLMAgent:
-    """One episode: feeds the model its goal, the screen and what it did so far."""
+    """One episode: feeds the model its goal, the screen and what it did so far. Step t samples
+    with seed `step_seed(seed, t)`, so an episode reproduces whatever else shares the batch."""
 
-    def __init__(self, policy: VLMPolicy, goal: str, seed: int, generate: Batcher[PolicyInput, Generation] | None = None):
-        self.policy = policy
-        self._generate = generate or (lambda inp: policy.generate([inp])[0])
+    def __init__(self, generate: Batcher[Request, Generation], goal: str, seed: int):
+        self._generate = generate
         self.goal = goal
         self.seed = seed
         self.history: list[str] = []
-        self.last_output: str | None = None
 
-    def act(self, obs: Observation) -> Action:
-        if self.policy.config.temperature > 0:
-            # Reproducible samples per (seed, goal, step) without a generator argument in generate().
-            key = hashlib.blake2b(f"{self.seed}/{self.goal}/{len(self.history)}".encode(), digest_size=8).digest()
-            torch.manual_seed(int.from_bytes(key, "big") % (2**63))
-        gen = self._generate(PolicyInput(obs, self.goal, tuple(self.history)))
-        self.last_output = gen.text
+    def act(self, obs: Observation) -> Decision:
+        history = tuple(self.history)
+        gen = self._generate((PolicyInput(obs, self.goal, history), step_seed(self.seed, len(history))))
         self.history.append(gen.text or describe(gen.action))
-        return gen.action
+        return Decision(gen.action, gen.text, gen.token_ids, gen.logprobs, history)
 
 
 class VLMAgentPolicy:
-    """Makes a VLMAgent per episode; the goal is all it gets (`task` is ignored by contract)."""
+    """Makes a VLMAgent per episode; the card's goal is all it reads."""
 
-    def __init__(self, policy: VLMPolicy, name: str, seed: int = 0):
+    def __init__(self, policy: VLMPolicy, name: str):
         self.policy = policy
         self.name = name
-        self.seed = seed
         # Agents acting in parallel (one per device) share forward passes.
-        self.batcher: Batcher[PolicyInput, Generation] = Batcher(policy.generate, policy.config.max_batch)
+        self.batcher: Batcher[Request, Generation] = Batcher(self._generate_batch, policy.config.max_batch)
 
-    def start(self, goal: str, task: object | None = None) -> VLMAgent:
-        return VLMAgent(self.policy, goal, self.seed, self.batcher)
+    def _generate_batch(self, requests: Sequence[Request]) -> list[Generation]:
+        return self.policy.generate([inp for inp, _ in requests], seeds=[seed for _, seed in requests])
+
+    def start(self, card: TaskCard, seed: int) -> VLMAgent:
+        return VLMAgent(self.batcher, card.goal, seed)
 
 
-def load_policy(spec: str | os.PathLike, *, adapter: str | os.PathLike | None = None, seed: int = 0,
-                config: PolicyConfig | None = None) -> VLMAgentPolicy:
+def load_policy(spec: str | os.PathLike, *, adapter: str | os.PathLike | None = None,
+                config: PolicyConfig | None = None, device: str = "cpu", dtype: str = "auto",
+                trainable: bool = False) -> VLMAgentPolicy:
     """"default" (the bundled tiny VLM), a model folder or a hub id, with an optional adapter folder.
 
     Raises ModelLoadError (e.g. when the bundled model has not been pretrained yet).
@@ -72,5 +73,6 @@ def load_policy(spec: str | os.PathLike, *, adapter: str | os.PathLike | None = 
         path: str | os.PathLike = BUNDLED_MODEL
     else:
         path = spec
-    policy = VLMPolicy.load(path, adapter=adapter, config=config)
-    return VLMAgentPolicy(policy, name=str(spec), seed=seed)
+    policy = VLMPolicy.load(path, adapter=adapter, config=config, device=device, dtype=dtype, trainable=trainable)
+    name = str(spec) if adapter is None else f"{spec}+{Path(adapter).name}"
+    return VLMAgentPolicy(policy, name=name)

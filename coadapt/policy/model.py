@@ -5,6 +5,10 @@ it loads through `AutoProcessor` + `AutoModelForImageTextToText`, builds prompts
 action per observation in batches, and scores given action strings token by token (for
 supervised pretraining and for RL). Prompts and targets are tokenized the same way for
 generation and for scoring: the prompt's tokens, then the target's tokens, then the end token.
+
+Generation records each token's log-prob under the distribution it was drawn from (constraint
+masks, temperature, top_p: `sampling`), and `score` recomputes exactly that; `target_logprobs`
+is the plain softmax, for supervised learning.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ import os
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Sequence
 
 import torch
-from transformers import AutoModelForImageTextToText, PreTrainedModel, ProcessorMixin
+from transformers import (AutoModelForImageTextToText, GenerationConfig, LogitsProcessor, LogitsProcessorList,
+                          PreTrainedModel, ProcessorMixin)
 
 from coadapt.android_env.actions import Action
 from coadapt.android_env.errors import ConfigError
@@ -28,6 +33,10 @@ from coadapt.android_env.observation import Observation
 from .parser import parse_action
 from .processor import ModelLoadError, load_processor
 from .prompt import PolicyInput, PromptConfig, chat_messages, make_inputs
+from .sampling import RowSampler, constrain, constraint_processors, fresh_seeds, step_logprobs
+
+if TYPE_CHECKING:
+    from .constrain import TokenBytes
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +122,9 @@ class Generation:
     """`text` parsed against the observation the model saw (Invalid when unreadable)."""
     token_ids: tuple[int, ...]
     """The generated tokens, up to and including the end token when one was produced."""
+    logprobs: tuple[float, ...]
+    """Per token of `token_ids`, its log-prob under the distribution it was drawn from (constraint
+    masks, temperature, top_p; greedy: masked at temperature 1), as `VLMPolicy.score` recomputes it."""
     image_size: tuple[int, int] | None
     """(width, height) of the resized screenshot the model saw, when known."""
 
@@ -121,7 +133,10 @@ class VLMPolicy:
     """A VLM that maps (screenshot, elements, history, goal) to one action.
 
     `model` is a transformers image-text-to-text model, optionally wrapped in a peft model;
-    `processor` its processor. Sampling follows `config`; seed torch for reproducible samples.
+    `processor` its processor. Sampling follows `config`; `generate` takes a seed per row.
+
+    Thread-safe: every model call, and every block that changes which weights are active
+    (`adapter_disabled`, `load_adapter_state`), holds `lock`.
     """
 
     def __init__(self, model: PreTrainedModel, processor: ProcessorMixin, config: PolicyConfig = PolicyConfig()):
@@ -134,6 +149,13 @@ class VLMPolicy:
         # Qwen-VL models keep M-RoPE offsets (rope_deltas) on the module between calls, so two
         # threads must not run the model at once (rollout workers share one policy).
         self._lock = threading.RLock()
+        self._token_bytes: "TokenBytes | None" = None  # built on first constrained call
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The re-entrant lock every model call holds; hold it to run several calls atomically
+        (e.g. score with and without the adapter against the same weights)."""
+        return self._lock
 
     # ------------------------------------------------------------------ loading and saving
 
@@ -192,7 +214,8 @@ class VLMPolicy:
             raise ConfigError("the policy already has an adapter")
         lora = LoraConfig(r=settings.r, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
                           target_modules=settings.target_modules, bias="none")
-        self.model = get_peft_model(self.model, lora)
+        with self._lock:
+            self.model = get_peft_model(self.model, lora)
 
     def load_adapter(self, folder: str | os.PathLike, *, trainable: bool = False) -> None:
         """Load a peft adapter folder onto the base model."""
@@ -200,27 +223,83 @@ class VLMPolicy:
 
         if self.has_adapter:
             raise ConfigError("the policy already has an adapter")
-        try:
-            self.model = PeftModel.from_pretrained(self.model, str(folder), is_trainable=trainable)
-        except (OSError, ValueError) as e:
-            raise ModelLoadError(f"cannot load the adapter at {str(folder)!r}: {e}") from e
-        if not trainable:
-            self.model.eval()
+        with self._lock:
+            try:
+                self.model = PeftModel.from_pretrained(self.model, str(folder), is_trainable=trainable)
+            except (OSError, ValueError) as e:
+                raise ModelLoadError(f"cannot load the adapter at {str(folder)!r}: {e}") from e
+            if not trainable:
+                self.model.eval()
 
     def save_adapter(self, folder: str | os.PathLike) -> None:
-        """Save the adapter in peft's standard folder format (adapter_config.json + safetensors)."""
+        """Save the adapter in peft's standard folder format (adapter_config.json + safetensors);
+        `load(base, adapter=folder)` or `load_adapter_weights(folder)` bring it back exactly."""
         if not self.has_adapter:
             raise ConfigError("the policy has no adapter to save; call add_adapter() first")
-        self.model.save_pretrained(str(folder))
+        with self._lock:
+            self.model.save_pretrained(str(folder))
+
+    def load_adapter_weights(self, folder: str | os.PathLike) -> None:
+        """Overwrite the current adapter's weights with those saved in `folder` (by `save_adapter`),
+        in place: for rolling back to a checkpoint without rebuilding the model or the optimizer's
+        parameter list. The adapter's shape must match; raises ModelLoadError otherwise."""
+        from peft.utils import load_peft_weights, set_peft_model_state_dict
+
+        if not self.has_adapter:
+            raise ConfigError("the policy has no adapter to load weights into; call add_adapter() or load_adapter()")
+        if not Path(folder).is_dir():
+            raise ModelLoadError(f"no adapter folder at {str(folder)!r}")
+        try:
+            weights = load_peft_weights(str(folder), device=str(self.model.device))
+        except (OSError, ValueError) as e:
+            raise ModelLoadError(f"cannot read the adapter weights at {str(folder)!r}: {e}") from e
+        with self._lock:
+            backup = self.adapter_state()
+            problem = None
+            try:
+                with torch.no_grad():
+                    result = set_peft_model_state_dict(self.model, weights)
+                missing = sorted(set(backup) & set(result.missing_keys))
+                if missing or result.unexpected_keys:
+                    problem = f"missing {missing[:3]}, unexpected {list(result.unexpected_keys)[:3]}"
+            except (RuntimeError, ValueError) as e:  # shape mismatch: another rank or other targets
+                problem = str(e)
+            if problem is not None:
+                self.load_adapter_state(backup)  # all or nothing
+                raise ModelLoadError(f"the adapter at {str(folder)!r} does not fit this policy's adapter: {problem}")
+
+    def adapter_state(self) -> dict[str, torch.Tensor]:
+        """Detached copies of the adapter's LoRA weights, by parameter name (empty without one):
+        an in-memory checkpoint for `load_adapter_state`."""
+        with self._lock:
+            return {n: p.detach().clone() for n, p in self.model.named_parameters() if "lora_" in n}
+
+    def load_adapter_state(self, state: dict[str, torch.Tensor]) -> None:
+        """Copy weights from `adapter_state()` back into the adapter, in place (the optimizer's
+        parameters stay the same objects). Raises ConfigError when the names differ."""
+        with self._lock:
+            params = {n: p for n, p in self.model.named_parameters() if "lora_" in n}
+            if set(params) != set(state):
+                missing, unexpected = sorted(set(params) - set(state)), sorted(set(state) - set(params))
+                raise ConfigError(f"adapter state does not match the adapter: missing {missing[:3]}, "
+                                  f"unexpected {unexpected[:3]}")
+            with torch.no_grad():
+                for name, p in params.items():
+                    p.copy_(state[name])
 
     @contextlib.contextmanager
     def adapter_disabled(self) -> Iterator[None]:
-        """Run the base model (the RL reference policy) inside this block."""
-        if self.has_adapter:
-            with self.model.disable_adapter():
+        """Run the base model (the RL reference policy) inside this block.
+
+        Holds `lock` throughout: other threads' generate/score calls wait until the block ends
+        instead of silently running without the adapter.
+        """
+        with self._lock:
+            if self.has_adapter:
+                with self.model.disable_adapter():
+                    yield
+            else:
                 yield
-        else:
-            yield
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         """What an optimizer should update: the adapter's weights, or all of them without one."""
@@ -306,51 +385,56 @@ class VLMPolicy:
     # ------------------------------------------------------------------ acting
 
     @torch.no_grad()
-    def generate(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
-        """One answer per input, decoded in batches of `config.max_batch`, each parsed to an action."""
+    def generate(self, inputs: Sequence[PolicyInput], seeds: Sequence[int] | None = None) -> list[Generation]:
+        """One answer per input, decoded in batches of `config.max_batch`, each parsed to an action.
+
+        With `config.temperature > 0`, row k samples from its own generator seeded by `seeds[k]`
+        (any int; give each (episode, step) its own): the same seed and input give the same
+        tokens and log-probs whatever else is in the batch (up to last-bit float differences
+        between batch shapes tipping a draw, which is rare). `seeds=None` draws fresh seeds from
+        the OS. Temperature 0 decodes greedily and ignores `seeds`. Each Generation's `logprobs`
+        are what `score` recomputes for its `token_ids`.
+        """
+        if seeds is not None and len(seeds) != len(inputs):
+            raise ConfigError(f"{len(inputs)} inputs but {len(seeds)} seeds")
+        if seeds is None:
+            seeds = fresh_seeds(len(inputs)) if self.config.temperature > 0 else [0] * len(inputs)
         out: list[Generation] = []
         for start in range(0, len(inputs), self.config.max_batch):
-            out.extend(self._generate_batch(inputs[start : start + self.config.max_batch]))
+            end = start + self.config.max_batch
+            out.extend(self._generate_batch(inputs[start:end], seeds[start:end]))
         return out
 
-    def _generate_batch(self, inputs: Sequence[PolicyInput]) -> list[Generation]:
+    def _generate_batch(self, inputs: Sequence[PolicyInput], seeds: Sequence[int]) -> list[Generation]:
         batch = self.encode(inputs)
         cfg = self.config
-        sampling: dict[str, Any] = {"do_sample": False}
-        if cfg.temperature > 0:
-            sampling = {"do_sample": True, "temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": 0}
-        if (cfg.constrain_names or cfg.constrain_text) and cfg.prompt.style == "text":
-            from transformers import LogitsProcessorList
-
-            from .constrain import CopyConstraint, ElementNameConstraint, TokenBytes
-
-            if getattr(self, "_token_bytes", None) is None:
-                self._token_bytes = TokenBytes(self.tokenizer)
-            observations, prompt_len = [inp.observation for inp in inputs], batch["input_ids"].shape[1]
-            processors = LogitsProcessorList()
-            if cfg.constrain_names:
-                processors.append(ElementNameConstraint(self._token_bytes, observations, prompt_len,
-                                                        cfg.prompt.max_label_chars))
-            if cfg.constrain_text:
-                processors.append(CopyConstraint(self._token_bytes, [inp.goal for inp in inputs], observations,
-                                                 prompt_len))
-            sampling["logits_processor"] = processors
+        prompt_len = batch["input_ids"].shape[1]
+        # Hugging Face decodes greedily around our sampler, which is the only logits processor:
+        # it masks, tempers, filters and draws itself, and records what it drew from.
+        sampler = RowSampler(self._constraints(inputs, prompt_len), cfg.temperature, cfg.top_p, seeds, prompt_len)
         with self._lock:
+            stop_ids = self._stop_ids()
+            generation_config = self._generation_config(stop_ids)
             was_training = self.model.training
             self.model.eval()
             try:
-                seqs = self.model.generate(**batch, max_new_tokens=cfg.max_new_tokens, pad_token_id=self.pad_id,
-                                           eos_token_id=self._stop_ids(), **sampling)
+                with self._clean_generation_config():
+                    seqs = self.model.generate(**batch, generation_config=generation_config,
+                                               logits_processor=LogitsProcessorList([sampler]))
             finally:
                 self.model.train(was_training)
-        new = seqs[:, batch["input_ids"].shape[1]:].tolist()
-        stops = set(self._stop_ids())
+        new = seqs[:, prompt_len:].tolist()
+        stops = set(stop_ids)
         results = []
-        for inp, ids, size in zip(inputs, new, self._image_sizes(batch)):
+        for row, (inp, ids, size) in enumerate(zip(inputs, new, self._image_sizes(batch))):
             cut = next((k + 1 for k, t in enumerate(ids) if t in stops), len(ids))
             ids = ids[:cut]
+            if sampler.tokens[row][:cut] != ids:  # something after our sampler changed the pick
+                raise RuntimeError(f"generate wrote {ids} but the sampler chose {sampler.tokens[row][:cut]}")
             text = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
-            results.append(Generation(text, parse_action(text, inp.observation, image_size=size), tuple(ids), size))
+            results.append(Generation(text=text, action=parse_action(text, inp.observation, image_size=size),
+                                      token_ids=tuple(ids), logprobs=tuple(sampler.logprobs[row][:cut]),
+                                      image_size=size))
         return results
 
     def act(self, observations: Sequence[Observation], goals: Sequence[str],
@@ -385,6 +469,61 @@ class VLMPolicy:
         logp = torch.log_softmax(logits, dim=-1).gather(-1, gold.clamp(min=0).unsqueeze(-1)).squeeze(-1)
         return logp * mask, mask.to(logp.dtype)
 
+    def score(self, inputs: Sequence[PolicyInput], token_ids: Sequence[Sequence[int]]
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probs of given answer tokens (e.g. `Generation.token_ids`) under the distribution
+        generation draws from: the constraint masks replayed on each teacher-forced prefix, then
+        temperature and top_p (greedy configs: masked, temperature 1). For tokens this policy
+        generated with the same weights this equals `Generation.logprobs` up to float rounding;
+        a recorded token that falls just outside the recomputed nucleus is kept in it, so its
+        log-prob stays finite (`sampling.step_logprobs`).
+
+        Returns (logprobs, mask), both (batch, longest answer), answers right-aligned, as
+        `target_logprobs`; differentiable unless called under torch.no_grad(). Adapter dropout
+        in train mode makes the scores noisy: score in eval mode to compare with sampling.
+        """
+        return self.score_batch(self.encode(inputs, [list(t) for t in token_ids]), inputs)
+
+    def score_batch(self, batch: dict[str, torch.Tensor], inputs: Sequence[PolicyInput]
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`score` of a batch made by `encode(inputs, token_ids)` or `collate` of `prepare`d
+        examples (with answers), in the order of `inputs` (whose screens and goals the
+        constraints read); reusing prepared examples saves the image preprocessing."""
+        labels = batch.get("labels")
+        if labels is None or not bool((labels != -100).any()):
+            raise ConfigError("the batch has no answers to score; give token ids")
+        if len(inputs) != labels.shape[0]:
+            raise ConfigError(f"{labels.shape[0]} rows in the batch but {len(inputs)} inputs")
+        batch = {k: v for k, v in batch.items() if k != "labels"}
+        answer_len = int((labels != -100).sum(dim=1).max().item())
+        with self._lock:
+            logits = self.model(**batch, logits_to_keep=answer_len + 1, use_cache=False).logits[:, :-1].float()
+        gold = labels[:, -answer_len:]
+        mask = gold != -100
+        tokens = gold.clamp(min=0)
+        processors = self._constraints(inputs, prompt_len=0)
+        if processors:
+            # Replay the masks position by position on each row's answer prefix (the processors
+            # read only the tokens after prompt_len, here 0). Rows are right-aligned: row b's
+            # token at column c is its (c - start[b])-th.
+            start = (~mask).sum(dim=1)
+            left = torch.full_like(tokens, self.pad_id)
+            for row in range(tokens.shape[0]):
+                n = answer_len - int(start[row])
+                left[row, :n] = tokens[row, answer_len - n:]
+            columns = []
+            for t in range(answer_len):
+                col = (start + t).clamp(max=answer_len - 1)
+                step = logits[torch.arange(len(col), device=col.device), col]
+                columns.append(constrain(processors, left[:, :t], step))
+            masked = torch.stack(columns, dim=1)  # left-aligned
+            back = (torch.arange(answer_len, device=start.device).unsqueeze(0) - start.unsqueeze(1)).clamp(min=0)
+            logits = masked.gather(1, back.unsqueeze(-1).expand(-1, -1, masked.shape[-1]))
+        logp = step_logprobs(logits, self.config.temperature, self.config.top_p, keep=tokens)
+        picked = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+        picked = picked.masked_fill(~mask, 0.0)
+        return picked, mask.to(picked.dtype)
+
     def token_logprobs(self, inputs: Sequence[PolicyInput], targets: Sequence[str | Sequence[int]]) -> list[torch.Tensor]:
         """Per-token log-probabilities of each answer (its tokens plus the end token), one tensor each."""
         logp, mask = self.target_logprobs(inputs, targets)
@@ -409,6 +548,38 @@ class VLMPolicy:
                 if isinstance(tid, int) and tid != self.tokenizer.unk_token_id:
                     return tid
         raise ModelLoadError("the tokenizer has no end-of-turn token (<|im_end|> or eos)")
+
+    def _constraints(self, inputs: Sequence[PolicyInput], prompt_len: int) -> list[LogitsProcessor]:
+        """`sampling.constraint_processors` for these inputs (the token table built once)."""
+        cfg = self.config
+        if not (cfg.constrain_names or cfg.constrain_text):
+            return []
+        if self._token_bytes is None:
+            from .constrain import TokenBytes
+
+            self._token_bytes = TokenBytes(self.tokenizer)
+        return constraint_processors(cfg, self._token_bytes, inputs, prompt_len)
+
+    def _generation_config(self, stop_ids: list[int]) -> GenerationConfig:
+        """Greedy decoding with nothing but our sampler shaping the scores."""
+        return GenerationConfig(do_sample=False, num_beams=1, num_return_sequences=1,
+                                max_new_tokens=self.config.max_new_tokens, pad_token_id=self.pad_id,
+                                eos_token_id=stop_ids, use_cache=True, repetition_penalty=1.0,
+                                no_repeat_ngram_size=0, renormalize_logits=False)
+
+    @contextlib.contextmanager
+    def _clean_generation_config(self) -> Iterator[None]:
+        """Hide the checkpoint's generation_config during `generate` (hold the lock): Hugging Face
+        fills every unset field of ours from it, and fields such as suppress_tokens or
+        sequence_bias have no "off" value to override with. Their processors would reshape the
+        scores before our sampler, which would then record log-probs that `score` cannot match."""
+        hf = self.model.get_base_model() if self.has_adapter else self.model
+        saved = hf.generation_config
+        hf.generation_config = GenerationConfig()
+        try:
+            yield
+        finally:
+            hf.generation_config = saved
 
     def _stop_ids(self) -> list[int]:
         ids = [self.end_id]

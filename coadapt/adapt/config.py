@@ -1,0 +1,98 @@
+"""AdaptConfig: every knob of `coadapt adapt`, with units and the fix when a value is wrong."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from coadapt.android_env.errors import ConfigError
+
+OBJECTIVES = ("grpo", "rloo", "reinforce_pp", "sft")
+
+
+@dataclass(frozen=True)
+class AdaptConfig:
+    """Verifier-gated LoRA adaptation to one app (see coadapt/adapt/loop.py)."""
+
+    rounds: int = 4
+    """Rounds of (rollouts -> verifier -> gate -> update -> keep or roll back)."""
+    instances_per_template: int = 2
+    """Task instances per app template, drawn in the *adapt* seed space (never the eval one)."""
+    group_size: int = 4
+    """K: sampled attempts per task card in a round (one GRPO group)."""
+    temperature: float = 1.0
+    """Sampling temperature of the attempts (0 would make every attempt of a group identical)."""
+    horizon: tuple[int, ...] = (8, 12, 0)
+    """Step limit per round (ScalingInter): round r uses horizon[min(r, len-1)], capped by the task's
+    own limit; 0 means the task's own limit."""
+    holdout: float = 0.25
+    """Share of adapt cards kept out of training and used (greedy, verifier only) to keep or roll back."""
+    objective: Literal["grpo", "rloo", "reinforce_pp", "sft"] = "grpo"
+    """Advantage estimator: GRPO (group-normalised), RLOO (leave-one-out), REINFORCE++ (batch-normalised),
+    or sft (filtered self-imitation on accepted positives only)."""
+    gate: bool = True
+    """Learn only from confident verdicts (off: every finished attempt counts with its raw score)."""
+    positive_threshold: float = 0.75
+    """p(success) at or above this is a confident positive."""
+    negative_threshold: float = 0.25
+    """p(success) at or below this is a confident negative; between the two, no label."""
+    turn_credit: bool = True
+    """Reverse-turn credit: each turn's advantage is weighted by what followed it; turns that changed
+    nothing get no positive credit."""
+    credit_discount: float = 0.9
+    """Per-turn discount of the reverse walk (1.0: every effective turn gets the episode's advantage)."""
+    progress_weight: float = 0.3
+    """Weight of the verifier's progress score (goal entities entered or shown) in an attempt's reward."""
+    relabel: bool = True
+    """Hindsight relabelling: an attempt that visibly achieved a sibling goal becomes a positive for it."""
+    self_imitation: float = 1.0
+    """Weight of the supervised term on accepted positives (0 turns it off)."""
+    lora_r: int = 16
+    """LoRA rank."""
+    lora_alpha: int = 32
+    """LoRA scale numerator (update x alpha / r)."""
+    lr: float = 2e-3
+    """Adapter learning rate (AdamW)."""
+    epochs: int = 2
+    """Passes over a round's accepted steps."""
+    batch_size: int = 16
+    """Steps per optimizer step."""
+    clip: float = 0.2
+    """PPO-style ratio clip epsilon."""
+    kl_weight: float = 0.02
+    """Weight of the KL to the reference policy (the adapter switched off)."""
+    max_minutes: float = 15.0
+    """Wall-clock budget of the adaptation (rounds stop when it runs out; evaluation excluded)."""
+    eval_instances: int = 10
+    """Eval-space instances per template for the before/after ground-truth report (never adapted on)."""
+    judge_votes: int = 4
+    """Samples of a VLM judge per verdict (model judges only; the bundled setup uses the feature judge)."""
+    seed: int = 0
+    """Seed of the run: instance choice, sampling, batch order."""
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, msg: str) -> None:
+            if not ok:
+                raise ConfigError(f"adapt.{msg}")
+
+        need(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
+        need(self.instances_per_template >= 1, f"instances_per_template must be >= 1, got {self.instances_per_template}")
+        need(self.group_size >= 2, f"group_size must be >= 2 (a group compares attempts), got {self.group_size}")
+        need(self.temperature > 0, f"temperature must be > 0 (sampled attempts), got {self.temperature}")
+        need(bool(self.horizon) and all(h >= 0 for h in self.horizon), f"horizon must list step limits >= 0 (0: the task's own), got {self.horizon}")
+        need(0 <= self.holdout < 1, f"holdout must be in [0, 1), got {self.holdout}")
+        need(self.objective in OBJECTIVES, f"objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
+        need(0 <= self.negative_threshold < self.positive_threshold <= 1,
+             f"need 0 <= negative_threshold < positive_threshold <= 1, got {self.negative_threshold}, {self.positive_threshold}")
+        need(0 < self.credit_discount <= 1, f"credit_discount must be in (0, 1], got {self.credit_discount}")
+        need(self.progress_weight >= 0 and self.self_imitation >= 0, "progress_weight and self_imitation must be >= 0")
+        need(self.lora_r >= 1 and self.lora_alpha > 0, f"lora_r >= 1 and lora_alpha > 0, got {self.lora_r}, {self.lora_alpha}")
+        need(self.lr > 0 and self.epochs >= 1 and self.batch_size >= 1, "lr > 0, epochs >= 1 and batch_size >= 1")
+        need(0 < self.clip < 1 and self.kl_weight >= 0, f"clip in (0, 1) and kl_weight >= 0, got {self.clip}, {self.kl_weight}")
+        need(self.max_minutes > 0 and self.eval_instances >= 1 and self.judge_votes >= 1,
+             "max_minutes > 0, eval_instances >= 1, judge_votes >= 1")
+
+    def horizon_at(self, round: int, task_limit: int) -> int:
+        """The step limit of a task in `round` (the task's own limit caps it)."""
+        h = self.horizon[min(round, len(self.horizon) - 1)]
+        return task_limit if h == 0 else min(h, task_limit)

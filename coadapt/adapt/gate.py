@@ -1,0 +1,49 @@
+"""The gate: which attempts are learned from. Confident positives and confident negatives only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .verifier import Verdict
+
+ACCEPTED_POSITIVE = "accepted_positive"
+ACCEPTED_NEGATIVE = "accepted_negative"
+DROPPED_UNCERTAIN = "dropped_uncertain"
+DROPPED_INFRA = "dropped_infra"
+DROPPED_FLAT = "dropped_flat_group"
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """Thresholds of the gate (from AdaptConfig)."""
+
+    enabled: bool = True
+    positive: float = 0.75
+    negative: float = 0.25
+
+
+def gate_attempt(verdict: Verdict | None, settings: GateSettings, *, infra_error: bool = False) -> str:
+    """The gate decision of one attempt. With the gate off every judged attempt is accepted,
+    labelled by which side of 0.5 its p falls (the no-gate ablation)."""
+    if infra_error or verdict is None:
+        return DROPPED_INFRA
+    if verdict.p is None:
+        return DROPPED_UNCERTAIN
+    if not settings.enabled:
+        return ACCEPTED_POSITIVE if verdict.p >= 0.5 else ACCEPTED_NEGATIVE
+    if verdict.p >= settings.positive:
+        return ACCEPTED_POSITIVE
+    if verdict.p <= settings.negative:
+        return ACCEPTED_NEGATIVE
+    return DROPPED_UNCERTAIN
+
+
+def outcome(decision: str, verdict: Verdict, settings: GateSettings) -> float:
+    """The outcome reward the gate lets through: 1 / 0 for confident verdicts, the raw p without the gate."""
+    if not settings.enabled:
+        return float(verdict.p or 0.0)
+    return 1.0 if decision == ACCEPTED_POSITIVE else 0.0
+
+
+def accepted(decision: str) -> bool:
+    return decision in (ACCEPTED_POSITIVE, ACCEPTED_NEGATIVE)

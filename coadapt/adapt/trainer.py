@@ -1,0 +1,111 @@
+"""The LoRA update: a clipped importance-ratio objective over action tokens, KL to the reference
+(the adapter switched off), and self-imitation on accepted positives."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from coadapt.policy.model import LoraSettings, VLMPolicy
+from coadapt.policy.prompt import PolicyInput
+
+from .config import AdaptConfig
+
+
+@dataclass(frozen=True, eq=False)
+class TrainSample:
+    """One decision to learn from: the prompt input, the sampled tokens and how they were sampled."""
+
+    inp: PolicyInput
+    token_ids: tuple[int, ...]
+    behaviour: tuple[float, ...]
+    """Behaviour log-prob per token, recorded at sampling time."""
+    advantage: float
+    """Policy-gradient weight of this turn (0: imitation only)."""
+    imitate: bool = False
+    """An accepted positive: also trained on with the supervised term."""
+
+
+class LoraTrainer:
+    """Owns the adapter and its optimizer; `update` runs the round's epochs."""
+
+    def __init__(self, policy: VLMPolicy, cfg: AdaptConfig):
+        self.policy = policy
+        self.cfg = cfg
+        if not policy.has_adapter:
+            policy.add_adapter(LoraSettings(r=cfg.lora_r, alpha=cfg.lora_alpha))
+        self.params = policy.trainable_parameters()
+        self.opt = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=0.0)
+
+    def update(self, samples: Sequence[TrainSample], seed: int = 0) -> dict[str, Any]:
+        """Train on `samples` for cfg.epochs; returns loss, KL, clipped share and counts."""
+        cfg, policy = self.cfg, self.policy
+        samples = [s for s in samples if s.token_ids]
+        if not samples:
+            return {"samples": 0, "optimizer_steps": 0}
+        refs = self._reference(samples)
+        rng = random.Random(seed)
+        totals = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "pg": 0.0, "sft": 0.0}
+        steps = 0
+        order = list(range(len(samples)))
+        for _ in range(cfg.epochs):
+            rng.shuffle(order)
+            for start in range(0, len(order), cfg.batch_size):
+                idx = order[start : start + cfg.batch_size]
+                batch = [samples[i] for i in idx]
+                with policy.lock:
+                    policy.model.train()
+                    logp, mask = policy.score([s.inp for s in batch], [s.token_ids for s in batch])
+                    loss, stats = self._loss(batch, [refs[i] for i in idx], logp, mask)
+                    self.opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(self.params, 1.0)
+                    self.opt.step()
+                    policy.model.eval()
+                steps += 1
+                for k, v in stats.items():
+                    totals[k] += v
+        return {"samples": len(samples), "optimizer_steps": steps,
+                **{k: round(v / max(1, steps), 5) for k, v in totals.items()}}
+
+    @torch.no_grad()
+    def _reference(self, samples: Sequence[TrainSample]) -> list[torch.Tensor]:
+        """Log-probs of the sampled tokens under the reference policy (adapter off)."""
+        out: list[torch.Tensor] = []
+        with self.policy.adapter_disabled():
+            for start in range(0, len(samples), self.cfg.batch_size):
+                batch = samples[start : start + self.cfg.batch_size]
+                logp, mask = self.policy.score([s.inp for s in batch], [s.token_ids for s in batch])
+                out += [row[m.bool()].detach() for row, m in zip(logp, mask)]
+        return out
+
+    def _loss(self, batch: Sequence[TrainSample], refs: Sequence[torch.Tensor], logp: torch.Tensor,
+              mask: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+        cfg = self.cfg
+        pg_terms, kl_terms, sft_terms = [], [], []
+        clipped = 0.0
+        for row, s in enumerate(batch):
+            m = mask[row].bool()
+            new = logp[row][m]
+            old = torch.tensor(s.behaviour[: len(new)], dtype=new.dtype)
+            if len(old) != len(new):  # no usable behaviour record: treat as on-policy
+                old = new.detach()
+            ref = refs[row][: len(new)]
+            ratio = torch.exp(new - old)
+            a = torch.full_like(new, s.advantage)
+            surrogate = torch.minimum(ratio * a, torch.clamp(ratio, 1 - cfg.clip, 1 + cfg.clip) * a)
+            pg_terms.append(-surrogate.mean())
+            clipped += float(((ratio - 1).abs() > cfg.clip).float().mean())
+            diff = ref - new
+            kl_terms.append((torch.exp(diff) - diff - 1).mean())  # k3 estimator of KL(new || ref)
+            if s.imitate and cfg.self_imitation > 0:
+                sft_terms.append(-new.mean())
+        pg = torch.stack(pg_terms).mean()
+        kl = torch.stack(kl_terms).mean()
+        sft = torch.stack(sft_terms).mean() if sft_terms else torch.zeros(())
+        loss = pg + cfg.kl_weight * kl + cfg.self_imitation * sft
+        return loss, {"loss": float(loss), "pg": float(pg), "kl": float(kl), "sft": float(sft),
+                      "clipped": clipped / len(batch)}

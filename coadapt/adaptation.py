@@ -1,0 +1,196 @@
+"""The `coadapt adapt` job: task cards in the adapt seed space, the adapt loop behind the
+ground-truth firewall, then (outside it) the before/after report on fresh eval instances.
+
+Ground truth enters only after adaptation and only here: base and adapted success on the app's
+*eval* instances, and the verifier's precision/recall measured by replaying the accepted
+attempts on a fresh phone and asking their checkers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import resource
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from coadapt.android_env.env import AndroidEnv
+from coadapt.android_env.errors import ConfigError
+from coadapt.apps import app_class, label_map
+from coadapt.config import CoadaptConfig, to_dict
+from coadapt.evaluation import GroundTruth, build_report
+from coadapt.rollout import RolloutRunner, TaskCard
+from coadapt.runs import RunStore, RunStoreError
+from coadapt.tasks.base import TaskTemplate
+from coadapt.tasks.registry import templates_for_app
+from coadapt.tasks.suite import instance_seed
+
+ProgressFn = Callable[[str, dict[str, Any]], None]
+
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "no_gate": {"gate": False},
+    "no_turn_credit": {"turn_credit": False},
+    "no_relabel": {"relabel": False},
+    "rloo": {"objective": "rloo"},
+    "reinforce_pp": {"objective": "reinforce_pp"},
+    "sft": {"objective": "sft"},
+}
+"""Variants run by --ablations: each changes one AdaptConfig field of the default."""
+
+
+def instances(app: str, space: str, seed: int, per_template: int) -> dict[str, TaskTemplate]:
+    """key -> task instance for every template of `app`, `per_template` each, in seed space `space`."""
+    out = {}
+    for t in templates_for_app(app):
+        for i in range(per_template):
+            out[f"{t.name}#{space}{i}"] = t.from_seed(instance_seed(space, seed, t.name, i))
+    return out
+
+
+def adapt_cards(app: str, seed: int, per_template: int) -> tuple[list[TaskCard], list[TaskCard]]:
+    """Cards to adapt on, and one held-out card per template for the keep-or-roll-back check
+    (all in the adapt seed space; only their goal text and set-up reach the loop)."""
+    built = instances(app, "adapt", seed, per_template + 1)
+    cards = [TaskCard.from_template(t, key) for key, t in built.items()]
+    check = [c for c in cards if c.key.endswith(f"adapt{per_template}")]
+    return [c for c in cards if c not in check], check
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def replay_success(card: TaskCard, task: TaskTemplate, actions: list, device, declared, answer) -> float:
+    """Ground truth of a stored attempt, after the fact: replay its actions on a fresh phone
+    (simulated phones are deterministic per seed) and ask the instance's checker."""
+    env = AndroidEnv(device, app_names=label_map())
+    env.reset(card, seed=card.device_seed)
+    for a in actions:
+        res = env.step(a)
+        if res.terminated or res.truncated:
+            break
+    return float(task.evaluate(device, declared, answer))
+
+
+def run_adapt_job(app: str, cfg: CoadaptConfig, out: Path, *, report: bool = True, base: bool = True,
+                  ablations: bool = False, progress: ProgressFn | None = None) -> dict[str, Any]:
+    """Adapt to `app`; with `report`, evaluate the adapted policy (and with `base` the base policy,
+    before adapting) by ground truth on the app's eval instances."""
+    from coadapt.adapt.loop import adapt
+    from coadapt.adapt.verifier import FeatureJudge, ModelJudge, Verifier
+    from coadapt.policy.agent import VLMAgentPolicy
+    from coadapt.wiring import build_policy, build_pool, rollout_settings
+
+    say = progress or (lambda e, d: None)
+    package = app_class(app).package
+    a = cfg.adapt
+    if cfg.model.model in ("oracle", "random"):
+        raise ConfigError(f"adapt needs a model policy to update, not {cfg.model.model!r}")
+    store = RunStore(out, save_screens=True)
+    identity = {"app": package, "model": cfg.model.model, "adapter": cfg.model.adapter, "adapt": to_dict(a)}
+    previous = store.get_meta("adapt")
+    if previous is not None and previous != identity:
+        raise RunStoreError(f"{out} holds a different adaptation ({previous.get('app')}); use another --out")
+    store.set_meta("adapt", identity)
+    store.write_json("config.json", {"kind": "adapt", **identity, "config": to_dict(cfg)})
+    t_start = time.monotonic()
+    agents = build_policy(cfg.model, temperature=a.temperature)
+    assert isinstance(agents, VLMAgentPolicy)
+    pool = build_pool(cfg.devices)
+    settings = rollout_settings(cfg.devices)
+    model_judge = ModelJudge(agents.policy) if cfg.model.model != "default" else None
+    verifier = Verifier(FeatureJudge(), model_judge, votes=a.judge_votes)
+    train_cards, check_cards = adapt_cards(package, a.seed, a.instances_per_template)
+    eval_tasks = instances(package, "eval", a.seed, a.eval_instances)
+    eval_cards = [TaskCard.from_template(t, k) for k, t in eval_tasks.items()]
+    result: dict[str, Any] = {"app": package, "model": cfg.model.model, "run_folder": str(out),
+                              "adapt_cards": len(train_cards), "check_cards": len(check_cards),
+                              "eval_instances": len(eval_cards), "config": to_dict(a)}
+
+    def evaluate(phase: str) -> dict[str, Any]:
+        from coadapt.adapt.loop import greedy
+
+        say("eval", {"phase": phase, "total": len(eval_cards)})
+        runner = RolloutRunner(pool, agents, store, scorer=GroundTruth(eval_tasks), settings=settings)
+        with greedy(agents):
+            res = runner.run(eval_cards, k=1, phase=phase)
+        rep = build_report(store, [c.key for c in eval_cards], agents.name, k=1, phase=phase, lost=res.lost)
+        return {k: rep[k] for k in ("success_rate", "n_episodes", "per_task", "mean_steps", "env_steps",
+                                    "invalid_action_rate", "declared", "infra_errors")}
+
+    # ------------------------------------------------------------------ before (ground truth, no adapter yet)
+    if report and base:
+        result["base"] = evaluate("eval_base")
+
+    # ------------------------------------------------------------------ adaptation (no ground truth)
+    t_adapt = time.monotonic()
+    summary = adapt(agents, pool, store, train_cards, check_cards, a, verifier, out_dir=out, settings=settings,
+                    progress=say)
+    result["adapt_wall_clock_s"] = round(time.monotonic() - t_adapt, 1)
+    result["rounds"] = [{k: v for k, v in r.items() if k != "verifier"} for r in summary["rounds"]]
+    result["adapter"] = summary["adapter"]
+    result["env_steps"] = sum(r.get("env_steps", 0) for r in summary["rounds"])
+
+    # ------------------------------------------------------------------ after (ground truth, for the report only)
+    if report:
+        result["adapted"] = evaluate("eval_adapted")
+        if base:
+            result["gain"] = round(result["adapted"]["success_rate"] - result["base"]["success_rate"], 4)
+        result["verifier"] = verifier_quality(store, summary, train_cards, package, a.seed, a.instances_per_template)
+    if ablations:
+        result["ablations"] = run_ablations(app, cfg, out, progress=say)
+    result["wall_clock_s"] = round(time.monotonic() - t_start, 1)
+    result["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    store.write_json("report.json", result)
+    store.close()
+    return result
+
+
+def verifier_quality(store: RunStore, summary: dict[str, Any], cards: list[TaskCard], package: str, seed: int,
+                     per_template: int) -> dict[str, Any]:
+    """Verifier precision / recall against ground truth on the adapt attempts, by replay (after the fact)."""
+    from coadapt.android_env.sim import SimConfig, SimDevice
+    from coadapt.apps import make_apps
+    from coadapt.android_env.actions import from_dict
+
+    tasks = instances(package, "adapt", seed, per_template + 1)
+    by_key = {c.key: c for c in cards}
+    device = SimDevice(make_apps(), SimConfig(serial="replay"))
+    tp = fp = fn = tn = 0
+    for r in summary["rounds"]:
+        for episode_id, p, decision in r.get("verifier", []):
+            row = store.episode(episode_id)
+            card = by_key.get(row.key)
+            if card is None or p is None:
+                continue
+            card = card.replace(max_steps=max(row.steps, 1))
+            actions = [from_dict(s["action"]) for s in store.steps(episode_id)]
+            truth = replay_success(card, tasks[row.key], actions, device, row.declared, row.answer) >= 1.0
+            said = decision == "accepted_positive"
+            tp += said and truth
+            fp += said and not truth
+            fn += (not said) and truth
+            tn += (not said) and not truth
+    return {"accepted_positive": tp + fp, "true_positive": tp, "false_positive": fp, "missed_success": fn,
+            "true_negative": tn, "precision": round(tp / (tp + fp), 4) if tp + fp else None,
+            "recall": round(tp / (tp + fn), 4) if tp + fn else None}
+
+
+def run_ablations(app: str, cfg: CoadaptConfig, out: Path, progress: ProgressFn | None = None) -> dict[str, Any]:
+    """Each ablation adapts from scratch in out/ablations/<name> with one field changed; the
+    adapted success on the same eval instances is reported (its own base equals the main one)."""
+    rows = {}
+    for name, change in ABLATIONS.items():
+        variant = dataclasses.replace(cfg, adapt=dataclasses.replace(cfg.adapt, **change))
+        rep = run_adapt_job(app, variant, out / "ablations" / name, base=False)
+        rows[name] = {"change": change, "adapted": rep["adapted"]["success_rate"], "env_steps": rep["env_steps"],
+                      "rounds": len(rep["rounds"]), "wandering_rate": rep["rounds"][-1]["wandering_rate"],
+                      "verifier_precision": rep["verifier"]["precision"]}
+        if progress:
+            progress("ablation", {"name": name, **rows[name]})
+    return rows
+
+
+def load_report(out: Path) -> dict[str, Any]:
+    return json.loads((out / "report.json").read_text())

@@ -1,0 +1,206 @@
+"""The root config: one typed dataclass per component, loaded from YAML with CLI overrides on top.
+
+    model:   {model: default, device: cpu, temperature: 1.0}
+    devices: {workers: 4, popups: true}
+    eval:    {suite: unseen, k: 3}
+    adapt:   {rounds: 3, group_size: 4}
+
+Every command reads the same file (`--config FILE`); its own options override single fields.
+Unknown keys and ill-typed values raise ConfigError naming the field and the valid keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+import yaml
+
+from coadapt.android_env.errors import ConfigError
+from coadapt.evaluation import EvalConfig
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Which policy acts, and where its model runs."""
+
+    model: str = "default"
+    """oracle, random, default (the bundled tiny VLM), or a model folder / hub id."""
+    adapter: str | None = None
+    """A peft LoRA adapter folder to load on the model."""
+    device: Literal["cpu", "cuda", "auto"] = "cpu"
+    """Where the model runs; auto picks cuda when available."""
+    dtype: str = "auto"
+    """Model weights' dtype: auto (the checkpoint's), float32, bfloat16, float16."""
+    threads: int | None = None
+    """torch CPU threads (default: torch's choice)."""
+    temperature: float | None = None
+    """Sampling temperature (0 = greedy); None keeps the model folder's saved setting."""
+    top_p: float | None = None
+    """Nucleus sampling mass; None keeps the model folder's saved setting."""
+
+    def __post_init__(self) -> None:
+        if self.device not in ("cpu", "cuda", "auto"):
+            raise ConfigError(f"model.device must be cpu, cuda or auto, got {self.device!r}")
+        if self.threads is not None and self.threads < 1:
+            raise ConfigError(f"model.threads must be >= 1, got {self.threads}")
+        if self.temperature is not None and self.temperature < 0:
+            raise ConfigError(f"model.temperature must be >= 0, got {self.temperature}")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ConfigError(f"model.top_p must be in (0, 1], got {self.top_p}")
+
+    @property
+    def torch_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@dataclass(frozen=True)
+class DeviceSettings:
+    """Which phones episodes run on."""
+
+    devices: str | None = None
+    """Comma-separated ADB serials; default: simulated phones."""
+    workers: int = 2
+    """Simulated phones in parallel (ignored with devices: one worker per device)."""
+    seed: int = 0
+    """Seed of the simulated phones and of every episode's sampling."""
+    settle: float = 0.0
+    """Seconds to let a real device's UI settle after each action."""
+    popups: bool = False
+    """Simulated phones show random system popups (permission dialogs, rate-this-app)."""
+    screenshots: bool = True
+    """Save every step's screenshot in the run folder (needed to resume training and to watch)."""
+    max_infra_retries: int = 2
+    """How often an episode cut by a device fault is replayed before it counts as lost."""
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ConfigError(f"devices.workers must be >= 1, got {self.workers}")
+        if self.settle < 0:
+            raise ConfigError(f"devices.settle must be >= 0 seconds, got {self.settle}")
+        if self.max_infra_retries < 0:
+            raise ConfigError(f"devices.max_infra_retries must be >= 0, got {self.max_infra_retries}")
+
+
+def _adapt_config() -> Any:
+    from coadapt.adapt.config import AdaptConfig
+
+    return AdaptConfig()
+
+
+@dataclass(frozen=True)
+class CoadaptConfig:
+    """Everything a command may read; each command uses its sections."""
+
+    model: ModelSettings = field(default_factory=ModelSettings)
+    devices: DeviceSettings = field(default_factory=DeviceSettings)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    adapt: Any = field(default_factory=_adapt_config)
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return from_mapping(tp, value, where)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _coerce(value, a, where)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(errors[0] if errors else f"{where}: bad value {value!r}")
+    if origin is Literal:
+        if value not in typing.get_args(tp):
+            raise ConfigError(f"{where} must be one of {', '.join(map(str, typing.get_args(tp)))}, got {value!r}")
+        return value
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where} must be a list, got {value!r}")
+        inner = typing.get_args(tp)[0] if typing.get_args(tp) else Any
+        return tuple(_coerce(v, inner, where) for v in value)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where} must be a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string, got {value!r}")
+        return value
+    return value
+
+
+def from_mapping(cls: Any, data: Any, where: str = "config") -> Any:
+    """Build dataclass `cls` from a (nested) mapping, checking names and types."""
+    if isinstance(data, cls):
+        return data
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where} must be a mapping of {cls.__name__} fields, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = set(data) - set(fields)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; valid: {sorted(fields)}")
+    kwargs = {}
+    for name, value in data.items():
+        tp = hints[name]
+        if name == "adapt" and cls is CoadaptConfig:
+            from coadapt.adapt.config import AdaptConfig
+
+            tp = AdaptConfig
+        kwargs[name] = _coerce(value, tp, f"{where}.{name}")
+    try:
+        return cls(**kwargs)
+    except TypeError as e:
+        raise ConfigError(f"{where}: {e}") from e
+
+
+def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> CoadaptConfig:
+    """The root config from a YAML file (or defaults), then `overrides` ("section.field" ->
+    value; None values are skipped, so unset CLI options keep the file's values)."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ConfigError(f"cannot read config {path}: {e.strerror}") from e
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not valid YAML: {e}") from e
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: a config is a mapping with sections model, devices, eval, adapt")
+        data = {k: dict(v or {}) if isinstance(v, dict) or v is None else v for k, v in (loaded or {}).items()}
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        section, _, name = dotted.partition(".")
+        sec = data.setdefault(section, {})
+        if not isinstance(sec, dict):
+            raise ConfigError(f"config section {section!r} must be a mapping")
+        sec[name] = value
+    return from_mapping(CoadaptConfig, data, where=str(path) if path else "config")
+
+
+def to_dict(cfg: Any) -> Any:
+    """A config as plain data (for config.json)."""
+    return dataclasses.asdict(cfg)

@@ -1,0 +1,207 @@
+"""The rollout runner: K attempts per task card over the device pool, stored and returned.
+
+Evaluation and adaptation both play episodes through here; they differ only in the scorer
+they inject (ground truth for evaluation, none for adaptation, whose verifier judges the
+returned trajectories afterwards) and in `guard` (adaptation's phones refuse to show app state).
+Every (phase, round, key, attempt) is played once: a rerun on the same store skips what
+finished and replays what a kill or a device fault cut.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from coadapt.android_env.actions import from_dict
+from coadapt.android_env.device import Device
+from coadapt.android_env.env import AndroidEnv, StepInfo
+from coadapt.android_env.errors import DeviceError
+from coadapt.android_env.pool import DevicePool, NoDeviceError
+from coadapt.policy.base import Decision, Policy
+from coadapt.runs import RunStore
+
+from .cards import TaskCard, episode_seed
+from .episode import StepRecord, Trajectory, run_episode
+from .firewall import GuardedDevice
+
+log = logging.getLogger(__name__)
+
+Scorer = Callable[[TaskCard, Trajectory, Device], "float | None"]
+"""Scores a finished episode while its device still shows the final state (ground truth in
+evaluation). Raising DeviceError makes the episode an infra error."""
+
+ProgressFn = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class RolloutSettings:
+    """How the runner plays episodes."""
+
+    run_seed: int = 0
+    """Seed of every episode's sampling generator, with (instance, attempt, round)."""
+    max_infra_retries: int = 2
+    """How often an episode cut by a device fault is replayed before its instance counts as lost."""
+    settle_seconds: float = 0.0
+    """Wait after each action for a real device's UI to settle (0 for simulated phones)."""
+    guard: bool = False
+    """Phones refuse `read_app_state` (adaptation: the learning side never sees ground truth)."""
+    store_trees: bool = True
+    """Keep each step's UI tree (XML) in the run store, so training prompts can be rebuilt."""
+
+
+@dataclass
+class RolloutResult:
+    """What a `run` call produced."""
+
+    trajectories: dict[tuple[str, int], Trajectory] = field(default_factory=dict)
+    """(key, attempt) -> the episode played by this call."""
+    episode_ids: dict[tuple[str, int], int] = field(default_factory=dict)
+    """(key, attempt) -> stored episode id, for every finished episode of the round (earlier calls too)."""
+    lost: list[str] = field(default_factory=list)
+    """Keys whose episode kept failing on the devices (max_infra_retries exceeded)."""
+    infra_errors: int = 0
+
+
+class RolloutRunner:
+    """Plays task cards with a policy on a device pool and records every step in a run store."""
+
+    def __init__(self, pool: DevicePool | Sequence[Device], policy: Policy, store: RunStore, *,
+                 scorer: Scorer | None = None, settings: RolloutSettings = RolloutSettings(),
+                 app_names: Mapping[str, str] | None = None, adapter: str | None = None):
+        self.pool = pool if isinstance(pool, DevicePool) else DevicePool.of(pool)
+        self.policy = policy
+        self.store = store
+        self.scorer = scorer
+        self.settings = settings
+        if app_names is None:
+            from coadapt.apps import label_map
+
+            app_names = label_map()
+        self.app_names = dict(app_names)
+        self.adapter = adapter
+        """Tag of the adapter the policy carries (stored with each episode)."""
+
+    def run(self, cards: Sequence[TaskCard], *, k: int = 1, round: int | None = None, phase: str = "eval",
+            progress: ProgressFn | None = None) -> RolloutResult:
+        """Play every (card, attempt < k) of this (phase, round) not finished in the store yet,
+        one worker thread per device. Raises the first policy/task error; device faults are
+        replayed (then counted in `lost`)."""
+        store = self.store
+        dropped = store.discard_unfinished(phase, round)
+        if dropped:
+            log.info("dropped %d episode(s) a killed run left unfinished; they are replayed", dropped)
+        done = store.finished_keys(phase, round)
+        result = RolloutResult()
+        todo = [(c, a) for c in cards for a in range(k) if (c.key, a) not in done]
+        jobs: queue.Queue[tuple[TaskCard, int, int]] = queue.Queue()
+        for card, a in todo:
+            jobs.put((card, a, 0))
+        if progress:
+            progress("start", {"total": len(cards) * k, "done": len(cards) * k - len(todo)})
+        lock = threading.Lock()
+        errors: list[BaseException] = []
+
+        def worker() -> None:
+            while not errors:
+                try:
+                    card, attempt, tries = jobs.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    slot = self.pool.acquire()
+                except NoDeviceError:
+                    jobs.put((card, attempt, tries))
+                    return
+                try:
+                    traj = self._play(card, attempt, round, phase, slot.device)
+                except BaseException as e:  # a policy or task bug: stop everyone, report it
+                    errors.append(e)
+                    self.pool.release(slot)
+                    return
+                self.pool.release(slot, faulty=traj.infra_error)
+                with lock:
+                    if traj.infra_error:
+                        result.infra_errors += 1
+                        if tries < self.settings.max_infra_retries:
+                            jobs.put((card, attempt, tries + 1))
+                        else:
+                            result.lost.append(card.key)
+                    else:
+                        result.trajectories[(card.key, attempt)] = traj
+                if progress:
+                    try:
+                        progress("episode", {"key": card.key, "attempt": attempt,
+                                             "outcome": "infra_error" if traj.infra_error else "finished",
+                                             "score": traj.score, "steps": len(traj.steps)})
+                    except BaseException as e:  # e.g. Ctrl-C in the progress display
+                        errors.append(e)
+                        return
+
+        threads = [threading.Thread(target=worker, name=f"rollout-{i}", daemon=True)
+                   for i in range(max(1, min(len(self.pool.slots), len(todo))))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        if not jobs.empty():
+            raise NoDeviceError(f"every device failed ({', '.join(self.pool.retired)}); {jobs.qsize()} episode(s) "
+                                "not played (rerun with the same --out to resume)")
+        result.episode_ids = store.finished_keys(phase, round)
+        return result
+
+    # ------------------------------------------------------------------ one episode
+
+    def _play(self, card: TaskCard, attempt: int, round: int | None, phase: str, device: Device) -> Trajectory:
+        store = self.store
+        seed = episode_seed(self.settings.run_seed, card.key, attempt, round)
+        env_device = GuardedDevice(device) if self.settings.guard else device
+        env = AndroidEnv(env_device, app_names=self.app_names, settle_seconds=self.settings.settle_seconds)
+        episode_id = store.start_episode(key=card.key, attempt=attempt, task=card.task or card.source, app=card.app,
+                                         goal=card.goal, seed=card.seed, policy=self.policy.name,
+                                         device=getattr(device, "serial", None), phase=phase, round=round,
+                                         adapter=self.adapter, source=card.source)
+
+        def record(i: int, rec: StepRecord) -> None:
+            d = rec.decision
+            store.add_step(episode_id, i, action=rec.action, screenshot=rec.obs.screenshot, package=rec.obs.package,
+                           elements=rec.obs.describe_elements(), element=rec.info.element, invalid=rec.info.invalid,
+                           error=rec.info.error, raw_output=d.raw_output, seconds=rec.info.seconds,
+                           history=d.history, token_ids=d.token_ids, logprobs=d.logprobs,
+                           tree_xml=rec.obs.tree.to_xml() if self.settings.store_trees else None)
+
+        agent = self.policy.start(card, seed)
+        traj = run_episode(env, agent, card, attempt=attempt, round=round, seed=seed, on_step=record)
+        traj.episode_id = episode_id
+        if not traj.infra_error and self.scorer is not None:
+            try:
+                traj.score = self.scorer(card, traj, device)
+            except DeviceError as e:
+                traj.infra_error, traj.error = True, f"scoring failed: {e}"
+        if traj.infra_error:
+            store.finish_episode(episode_id, status="infra_error", steps=len(traj.steps),
+                                 invalid_steps=traj.n_invalid, error=traj.error)
+        else:
+            store.finish_episode(episode_id, status="finished", steps=len(traj.steps), invalid_steps=traj.n_invalid,
+                                 declared=traj.declared, answer=traj.answer, success=traj.score)
+        return traj
+
+
+def load_trajectory(store: RunStore, episode_id: int, card: TaskCard) -> Trajectory:
+    """Rebuild a finished episode from the run store (observations from the saved screenshots
+    and UI trees, decisions with their tokens and behaviour log-probs), e.g. after a resume."""
+    row = store.episode(episode_id)
+    steps = []
+    for s in store.steps(episode_id):
+        obs = store.load_observation(episode_id, s["step"])
+        decision = Decision(from_dict(s["action"]), s["raw_output"], tuple(s["token_ids"] or ()),
+                            tuple(s["logprobs"] or ()), tuple(s["history"] or ()))
+        info = StepInfo(decision.action, None, bool(s["invalid"]), s["error"], False, s["seconds"] or 0.0)
+        steps.append(StepRecord(obs, decision, info))
+    final = steps[-1].obs if steps else None
+    return Trajectory(card, attempt=row.attempt, round=row.round, steps=steps, final_obs=final,
+                      declared=row.declared, answer=row.answer, episode_id=episode_id, score=row.success)

@@ -1,0 +1,70 @@
+"""Wiring: turn the root config into the objects a job uses (policy, device pool, settings)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Mapping
+
+from coadapt.android_env.errors import ConfigError
+from coadapt.android_env.pool import DevicePool
+from coadapt.config import DeviceSettings, ModelSettings
+from coadapt.policy.base import Policy
+from coadapt.rollout import RolloutSettings
+from coadapt.tasks.base import TaskTemplate
+
+
+def set_threads(settings: ModelSettings) -> None:
+    if settings.threads is not None:
+        import torch
+
+        torch.set_num_threads(settings.threads)
+
+
+def model_folder(spec: str) -> Path | None:
+    """The local folder of a model spec ("default" is the bundled model), or None for a hub id."""
+    if spec == "default":
+        from coadapt.policy.agent import BUNDLED_MODEL
+
+        return BUNDLED_MODEL
+    p = Path(spec)
+    return p if p.is_dir() else None
+
+
+def build_policy(settings: ModelSettings, templates: Mapping[str, TaskTemplate] | None = None, *,
+                 temperature: float | None = None) -> Policy:
+    """The policy named by `settings.model`, its sampling overridden by the settings (or by
+    `temperature`, which wins: adaptation samples its attempts)."""
+    from coadapt.policy import make_policy
+
+    set_threads(settings)
+    if settings.model in ("oracle", "random"):
+        if settings.adapter is not None:
+            raise ConfigError(f"--adapter needs a model policy, not {settings.model!r}")
+        return make_policy(settings.model, templates=templates)
+    config = None
+    temp = temperature if temperature is not None else settings.temperature
+    if temp is not None or settings.top_p is not None:
+        from coadapt.policy.model import POLICY_CONFIG_FILE, PolicyConfig
+
+        folder = model_folder(settings.model)
+        saved = folder / POLICY_CONFIG_FILE if folder is not None else None
+        config = (PolicyConfig.from_dict(json.loads(saved.read_text())) if saved is not None and saved.is_file()
+                  else PolicyConfig())
+        changes = {k: v for k, v in (("temperature", temp), ("top_p", settings.top_p)) if v is not None}
+        config = dataclasses.replace(config, **changes)
+    return make_policy(settings.model, adapter=settings.adapter, config=config, device=settings.torch_device,
+                       dtype=settings.dtype)
+
+
+def build_pool(settings: DeviceSettings) -> DevicePool:
+    """ADB devices (settings.devices) or `workers` simulated phones."""
+    from coadapt.devices import make_pool
+
+    return make_pool(settings.devices, settings.workers, settings.seed, popups=settings.popups)
+
+
+def rollout_settings(settings: DeviceSettings, *, guard: bool = False) -> RolloutSettings:
+    return RolloutSettings(run_seed=settings.seed, max_infra_retries=settings.max_infra_retries,
+                           settle_seconds=settings.settle, guard=guard)
