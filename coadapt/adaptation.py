@@ -114,7 +114,7 @@ def run_adapt_job(app: str, cfg: CoadaptConfig, out: Path, *, report: bool = Tru
         say("eval", {"phase": phase, "total": len(eval_cards)})
         runner = RolloutRunner(pool, agents, store, scorer=GroundTruth(eval_tasks), settings=settings)
         with greedy(agents):
-            res = runner.run(eval_cards, k=1, phase=phase)
+            res = runner.run(eval_cards, k=1, phase=phase, keep=False)
         rep = build_report(store, [c.key for c in eval_cards], agents.name, k=1, phase=phase, lost=res.lost)
         return {k: rep[k] for k in ("success_rate", "n_episodes", "per_task", "mean_steps", "env_steps",
                                     "invalid_action_rate", "declared", "infra_errors")}

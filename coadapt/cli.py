@@ -225,7 +225,7 @@ def adapt(
     seed: Optional[int] = _SEED,
     settle: Optional[float] = _SETTLE,
     popups: Optional[bool] = _POPUPS,
-    rounds: Optional[int] = typer.Option(None, help="Adaptation rounds. Default 4."),
+    rounds: Optional[int] = typer.Option(None, help="Adaptation rounds. Default 3."),
     group_size: Optional[int] = typer.Option(None, "--k", "--group-size", help="Sampled attempts per task card. Default 4."),
     objective: Optional[str] = typer.Option(None, help="grpo, rloo, reinforce_pp or sft. Default grpo."),
     minutes: Optional[float] = typer.Option(None, help="Wall-clock budget of the adaptation in minutes. Default 15."),
@@ -302,6 +302,7 @@ def verifier_train(
     seed: int = typer.Option(0, help="Seed of the instances and of the sampled attempts."),
     workers: int = typer.Option(2, help="Simulated phones in parallel."),
     out: Optional[Path] = typer.Option(None, help="Where to write the weights (default: the packaged judge_weights.json)."),
+    rows: Optional[Path] = typer.Option(None, help="Keep the labelled attempts' checks here; refit from them if present."),
 ) -> None:
     """Fit the feature judge on the bundled policy's attempts at SEEN-app tasks, labelled by their checkers."""
     from coadapt.adapt.verifier import WEIGHTS_FILE
@@ -316,7 +317,7 @@ def verifier_train(
             else:
                 bar.advance(tid)
 
-        data = train_judge(per_template, seed, workers=workers, out=out or WEIGHTS_FILE, progress=progress)
+        data = train_judge(per_template, seed, workers=workers, out=out or WEIGHTS_FILE, rows_file=rows, progress=progress)
     q = data["quality"]["held_out"]
     console.print(f"{data['episodes']} attempts ({data['positives']} successes); held-out templates: precision "
                   f"{q['precision']} on {q['accepted_positive']} accepted positives, recall {q['recall']}")

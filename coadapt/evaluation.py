@@ -65,7 +65,7 @@ def evaluate_cards(cards: Sequence[TaskCard], templates: Mapping[str, TaskTempla
     """Play every (card, attempt) of (phase, round) not yet finished in `store`, score each by
     ground truth, and return the report over all of them (earlier runs' episodes too)."""
     runner = RolloutRunner(devices, policy, store, scorer=GroundTruth(templates), settings=settings, adapter=adapter)
-    result = runner.run(cards, k=k, round=round, phase=phase, progress=progress)
+    result = runner.run(cards, k=k, round=round, phase=phase, progress=progress, keep=False)
     report = build_report(store, [c.key for c in cards], policy.name, k=k, phase=phase, round=round, lost=result.lost)
     report["device_recoveries"] = runner.pool.recoveries
     report["devices_retired"] = runner.pool.retired

@@ -32,11 +32,28 @@ def seen_tasks(per_template: int, seed: int) -> dict[str, Any]:
 
 
 def train_judge(per_template: int = 6, seed: int = 0, temperatures: tuple[float, ...] = (1.0, 0.0), workers: int = 2,
-                out: Path = WEIGHTS_FILE, progress: Callable[[str, dict], None] | None = None) -> dict[str, Any]:
+                out: Path = WEIGHTS_FILE, rows_file: Path | None = None,
+                progress: Callable[[str, dict], None] | None = None) -> dict[str, Any]:
     """Play seen-app tasks with the bundled policy (sampled and greedy), label each attempt by its
-    checker, fit the logistic judge, write its weights; returns fit and held-out quality."""
-    from coadapt.wiring import build_policy, build_pool
+    checker, fit the logistic judge, write its weights; returns fit and held-out quality.
+    `rows_file` keeps the labelled checks (each attempt's screens reduced to its check values):
+    given and present, the fit reuses them instead of playing again."""
+    if rows_file is not None and rows_file.is_file():
+        saved = json.loads(rows_file.read_text())
+        rows = [(r["x"], r["y"], r["key"]) for r in saved["rows"]]
+    else:
+        rows = collect_rows(per_template, seed, temperatures, workers, progress)
+        if rows_file is not None:
+            rows_file.write_text(json.dumps({"features": list(FEATURES), "rows": [{"x": x, "y": y, "key": k}
+                                                                                 for x, y, k in rows]}))
+    return fit_and_write(rows, out, per_template=per_template, seed=seed, temperatures=temperatures)
+
+
+def collect_rows(per_template: int, seed: int, temperatures: tuple[float, ...], workers: int,
+                 progress: Callable[[str, dict], None] | None = None) -> list[tuple[list[float], float, str]]:
+    """(check values, ground-truth success, instance key) of the bundled policy's seen-app attempts."""
     from coadapt.config import DeviceSettings
+    from coadapt.wiring import build_policy, build_pool
 
     tasks = seen_tasks(per_template, seed)
     cards = [TaskCard.from_template(t, k) for k, t in tasks.items()]
@@ -51,6 +68,11 @@ def train_judge(per_template: int = 6, seed: int = 0, temperatures: tuple[float,
             for (key, _), traj in res.trajectories.items():
                 rows.append((observation_checks(traj).vector(), float(traj.score or 0.0), key))
             store.close()
+    return rows
+
+
+def fit_and_write(rows: list[tuple[list[float], float, str]], out: Path, **about: Any) -> dict[str, Any]:
+    """Fit on all rows (and, to measure transfer, on three quarters of the templates), write the weights."""
     # hold out a quarter of the templates to measure transfer to tasks the fit never saw
     names = sorted({k.split("#")[0] for _, _, k in rows})
     held = set(names[::4])
@@ -60,8 +82,7 @@ def train_judge(per_template: int = 6, seed: int = 0, temperatures: tuple[float,
     quality = {"held_out": judge_quality(w, test), "train": judge_quality(w, train)}
     w_all = fit_logistic([x for x, _, _ in rows], [y for _, y, _ in rows])
     data = {"features": list(FEATURES), "weights": w_all, "episodes": len(rows),
-            "positives": int(sum(y for _, y, _ in rows)), "per_template": per_template, "seed": seed,
-            "temperatures": list(temperatures), "quality": quality}
+            "positives": int(sum(y for _, y, _ in rows)), **about, "quality": quality}
     out.write_text(json.dumps(data, indent=1) + "\n")
     return data
 

@@ -14,9 +14,9 @@ OBJECTIVES = ("grpo", "rloo", "reinforce_pp", "sft")
 class AdaptConfig:
     """Verifier-gated LoRA adaptation to one app (see coadapt/adapt/loop.py)."""
 
-    rounds: int = 4
+    rounds: int = 3
     """Rounds of (rollouts -> verifier -> gate -> update -> keep or roll back)."""
-    instances_per_template: int = 2
+    instances_per_template: int = 1
     """Task instances per app template, drawn in the *adapt* seed space (never the eval one)."""
     group_size: int = 4
     """K: sampled attempts per task card in a round (one GRPO group)."""

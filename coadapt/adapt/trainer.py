@@ -11,6 +11,7 @@ import torch
 
 from coadapt.policy.model import LoraSettings, VLMPolicy
 from coadapt.policy.prompt import PolicyInput
+from coadapt.rollout.runner import fresh_pixels
 
 from .config import AdaptConfig
 
@@ -46,7 +47,10 @@ class LoraTrainer:
         samples = [s for s in samples if s.token_ids]
         if not samples:
             return {"samples": 0, "optimizer_steps": 0}
-        refs = self._reference(samples)
+        # Each prompt is processed once (a fresh decode of its screenshot, dropped after use).
+        parts = [policy.prepare(PolicyInput(fresh_pixels(s.inp.observation), s.inp.goal, s.inp.history), s.token_ids)
+                 for s in samples]
+        refs = self._reference(samples, parts)
         rng = random.Random(seed)
         totals = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "pg": 0.0, "sft": 0.0}
         steps = 0
@@ -58,7 +62,7 @@ class LoraTrainer:
                 batch = [samples[i] for i in idx]
                 with policy.lock:
                     policy.model.train()
-                    logp, mask = policy.score([s.inp for s in batch], [s.token_ids for s in batch])
+                    logp, mask = policy.score_batch(policy.collate([parts[i] for i in idx]), [s.inp for s in batch])
                     loss, stats = self._loss(batch, [refs[i] for i in idx], logp, mask)
                     self.opt.zero_grad(set_to_none=True)
                     loss.backward()
@@ -72,13 +76,14 @@ class LoraTrainer:
                 **{k: round(v / max(1, steps), 5) for k, v in totals.items()}}
 
     @torch.no_grad()
-    def _reference(self, samples: Sequence[TrainSample]) -> list[torch.Tensor]:
+    def _reference(self, samples: Sequence[TrainSample], parts: Sequence[dict]) -> list[torch.Tensor]:
         """Log-probs of the sampled tokens under the reference policy (adapter off)."""
         out: list[torch.Tensor] = []
         with self.policy.adapter_disabled():
             for start in range(0, len(samples), self.cfg.batch_size):
                 batch = samples[start : start + self.cfg.batch_size]
-                logp, mask = self.policy.score([s.inp for s in batch], [s.token_ids for s in batch])
+                batch_parts = parts[start : start + self.cfg.batch_size]
+                logp, mask = self.policy.score_batch(self.policy.collate(batch_parts), [s.inp for s in batch])
                 out += [row[m.bool()].detach() for row, m in zip(logp, mask)]
         return out
 
@@ -107,5 +112,5 @@ class LoraTrainer:
         kl = torch.stack(kl_terms).mean()
         sft = torch.stack(sft_terms).mean() if sft_terms else torch.zeros(())
         loss = pg + cfg.kl_weight * kl + cfg.self_imitation * sft
-        return loss, {"loss": float(loss), "pg": float(pg), "kl": float(kl), "sft": float(sft),
+        return loss, {"loss": loss.item(), "pg": pg.item(), "kl": kl.item(), "sft": sft.item(),
                       "clipped": clipped / len(batch)}

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from coadapt.android_env.actions import Type
+from coadapt.android_env.errors import ConfigError
 from coadapt.android_env.observation import Observation
 from coadapt.rollout.episode import Trajectory
 
@@ -72,7 +73,8 @@ def _checked(obs: Observation) -> dict[str, bool]:
 
 FEATURES = ("bias", "done", "infeasible", "step_limit", "entities_final", "entities_new", "entities_typed",
             "entities_fixed", "no_entities", "changed", "editable_final", "error_text", "steps_used",
-            "invalid_share", "answer", "answer_grounded", "toggled", "last_effective", "done_unchanged")
+            "invalid_share", "answer", "answer_grounded", "toggled", "last_effective", "done_unchanged",
+            "done_x_entities", "done_x_new", "done_x_changed")
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,9 @@ def observation_checks(traj: Trajectory) -> Checks:
         "last_effective": last_effective,
         "done_unchanged": float(traj.declared == "done" and screen_texts(before_done) == first_texts),
     }
+    done = values["done"]
+    values.update({"done_x_entities": done * values["entities_fixed"], "done_x_new": done * values["entities_new"],
+                   "done_x_changed": done * values["changed"]})
     progress = (sum(max(e in typed_hits, e in new, e in fixed) for e in ents) / n) if ents else float(changed)
     return Checks(values, progress)
 
@@ -160,7 +165,7 @@ class FeatureJudge:
         if weights is None:
             data = json.loads(WEIGHTS_FILE.read_text()) if WEIGHTS_FILE.is_file() else None
             if data is None or data.get("features") != list(FEATURES):
-                raise FileNotFoundError(f"no judge weights for these features at {WEIGHTS_FILE}; "
+                raise ConfigError(f"no judge weights for these features at {WEIGHTS_FILE}; "
                                         "run `coadapt verifier train`")
             weights = data["weights"]
         self.weights = list(weights)
@@ -204,8 +209,8 @@ class Verifier:
         return Verdict(p_all, checks.progress, tuple(record), checks.values)
 
 
-def fit_logistic(x: Sequence[Sequence[float]], y: Sequence[float], *, l2: float = 1e-2, steps: int = 3000,
-                 lr: float = 0.5) -> list[float]:
+def fit_logistic(x: Sequence[Sequence[float]], y: Sequence[float], *, l2: float = 1e-3, steps: int = 20000,
+                 lr: float = 1.0) -> list[float]:
     """Weights of an L2-regularised logistic regression (full-batch gradient descent, numpy)."""
     import numpy as np
 

@@ -9,16 +9,20 @@ finished and replays what a kill or a device fault cut.
 
 from __future__ import annotations
 
+import io
 import logging
 import queue
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from PIL import Image
+
 from coadapt.android_env.actions import from_dict
 from coadapt.android_env.device import Device
 from coadapt.android_env.env import AndroidEnv, StepInfo
 from coadapt.android_env.errors import DeviceError
+from coadapt.android_env.observation import Observation
 from coadapt.android_env.pool import DevicePool, NoDeviceError
 from coadapt.policy.base import Decision, Policy
 from coadapt.runs import RunStore
@@ -85,10 +89,11 @@ class RolloutRunner:
         """Tag of the adapter the policy carries (stored with each episode)."""
 
     def run(self, cards: Sequence[TaskCard], *, k: int = 1, round: int | None = None, phase: str = "eval",
-            progress: ProgressFn | None = None) -> RolloutResult:
+            progress: ProgressFn | None = None, keep: bool = True) -> RolloutResult:
         """Play every (card, attempt < k) of this (phase, round) not finished in the store yet,
         one worker thread per device. Raises the first policy/task error; device faults are
-        replayed (then counted in `lost`)."""
+        replayed (then counted in `lost`). With `keep` off the played trajectories are not
+        returned (evaluation reads the store; a round's screenshots would cost gigabytes)."""
         store = self.store
         dropped = store.discard_unfinished(phase, round)
         if dropped:
@@ -129,8 +134,8 @@ class RolloutRunner:
                             jobs.put((card, attempt, tries + 1))
                         else:
                             result.lost.append(card.key)
-                    else:
-                        result.trajectories[(card.key, attempt)] = traj
+                    elif keep:
+                        result.trajectories[(card.key, attempt)] = compact(traj)
                 if progress:
                     try:
                         progress("episode", {"key": card.key, "attempt": attempt,
@@ -189,6 +194,36 @@ class RolloutRunner:
             store.finish_episode(episode_id, status="finished", steps=len(traj.steps), invalid_steps=traj.n_invalid,
                                  declared=traj.declared, answer=traj.answer, success=traj.score)
         return traj
+
+
+def _lazy(image: Image.Image) -> Image.Image:
+    """The screenshot as PNG bytes that PIL decodes only when pixels are asked for (a sim screen
+    is ~3.4 MB decoded, ~60 KB as PNG; a round holds hundreds)."""
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", compress_level=1)
+    lazy = Image.open(io.BytesIO(buf.getvalue()))
+    lazy.info["coadapt_png"] = buf.getvalue()
+    return lazy
+
+
+def fresh_pixels(obs: Observation) -> Observation:
+    """A copy of a compacted observation whose screenshot decodes into a new image (dropped
+    after use), so decoding for training never pins the whole round's pixels in memory."""
+    png = obs.screenshot.info.get("coadapt_png")
+    if png is None:
+        return obs
+    return Observation(Image.open(io.BytesIO(png)), obs.tree, obs.elements, obs.package, obs.step)
+
+
+def compact(traj: Trajectory) -> Trajectory:
+    """The trajectory with every screenshot held compressed until used."""
+    def light(obs: Observation) -> Observation:
+        return Observation(_lazy(obs.screenshot), obs.tree, obs.elements, obs.package, obs.step)
+
+    traj.steps = [StepRecord(light(s.obs), s.decision, s.info) for s in traj.steps]
+    if traj.final_obs is not None:
+        traj.final_obs = light(traj.final_obs)
+    return traj
 
 
 def load_trajectory(store: RunStore, episode_id: int, card: TaskCard) -> Trajectory:
