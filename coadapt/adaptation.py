@@ -77,18 +77,27 @@ def run_adapt_job(app: str, cfg: CoadaptConfig, out: Path, *, report: bool = Tru
                   ablations: bool = False, progress: ProgressFn | None = None) -> dict[str, Any]:
     """Adapt to `app`; with `report`, evaluate the adapted policy (and with `base` the base policy,
     before adapting) by ground truth on the app's eval instances."""
+    say = progress or (lambda e, d: None)
+    package = app_class(app).package
+    if cfg.model.model in ("oracle", "random"):
+        raise ConfigError(f"adapt needs a model policy to update, not {cfg.model.model!r}")
+    store = RunStore(out, save_screens=True)
+    try:
+        return _run(app, package, cfg, out, store, report=report, base=base, ablations=ablations, say=say)
+    finally:
+        store.close()
+
+
+def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore, *, report: bool, base: bool,
+         ablations: bool, say: ProgressFn) -> dict[str, Any]:
     from coadapt.adapt.loop import adapt
     from coadapt.adapt.verifier import FeatureJudge, ModelJudge, Verifier
     from coadapt.policy.agent import VLMAgentPolicy
     from coadapt.wiring import build_policy, build_pool, rollout_settings
 
-    say = progress or (lambda e, d: None)
-    package = app_class(app).package
     a = cfg.adapt
-    if cfg.model.model in ("oracle", "random"):
-        raise ConfigError(f"adapt needs a model policy to update, not {cfg.model.model!r}")
-    store = RunStore(out, save_screens=True)
-    identity = {"app": package, "model": cfg.model.model, "adapter": cfg.model.adapter, "adapt": to_dict(a)}
+    identity = json.loads(json.dumps({"app": package, "model": cfg.model.model, "adapter": cfg.model.adapter,
+                                      "adapt": to_dict(a)}))  # as stored: tuples read back as lists
     previous = store.get_meta("adapt")
     if previous is not None and previous != identity:
         raise RunStoreError(f"{out} holds a different adaptation ({previous.get('app')}); use another --out")
@@ -143,7 +152,6 @@ def run_adapt_job(app: str, cfg: CoadaptConfig, out: Path, *, report: bool = Tru
     result["wall_clock_s"] = round(time.monotonic() - t_start, 1)
     result["peak_rss_mb"] = round(peak_rss_mb(), 1)
     store.write_json("report.json", result)
-    store.close()
     return result
 
 
