@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from coadapt.adapt.gate import ACCEPTED_POSITIVE
 from coadapt.android_env.env import AndroidEnv
 from coadapt.android_env.errors import ConfigError
 from coadapt.apps import app_class, label_map
@@ -175,7 +176,7 @@ def verifier_quality(store: RunStore, summary: dict[str, Any], cards: list[TaskC
             card = card.replace(max_steps=max(row.steps, 1))
             actions = [from_dict(s["action"]) for s in store.steps(episode_id)]
             truth = replay_success(card, tasks[row.key], actions, device, row.declared, row.answer) >= 1.0
-            said = decision == "accepted_positive"
+            said = decision == ACCEPTED_POSITIVE
             tp += said and truth
             fp += said and not truth
             fn += (not said) and truth
@@ -198,7 +199,3 @@ def run_ablations(app: str, cfg: CoadaptConfig, out: Path, progress: ProgressFn 
         if progress:
             progress("ablation", {"name": name, **rows[name]})
     return rows
-
-
-def load_report(out: Path) -> dict[str, Any]:
-    return json.loads((out / "report.json").read_text())

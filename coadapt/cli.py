@@ -169,7 +169,7 @@ def eval_cmd(
     if suite is None and config is None:
         raise ConfigError("give --suite (smoke, seen, unseen, all or a suite file) or a --config with eval.suite")
     s = Suite.load(cfg.eval.suite)
-    cards, templates = suite_tasks(s, cfg.eval.space)
+    _, templates = suite_tasks(s, cfg.eval.space)
     pol = build_policy(cfg.model, templates)
     folder = out or Path("runs") / f"eval-{s.name}-{_run_label(cfg.model)}-{_time.strftime('%Y%m%d-%H%M%S')}"
     store = RunStore(folder, save_screens=cfg.devices.screenshots)

@@ -20,6 +20,7 @@ from typing import Any, Literal, Mapping
 
 import yaml
 
+from coadapt.adapt.config import AdaptConfig
 from coadapt.android_env.errors import ConfigError
 from coadapt.evaluation import EvalConfig
 
@@ -90,12 +91,6 @@ class DeviceSettings:
             raise ConfigError(f"devices.max_infra_retries must be >= 0, got {self.max_infra_retries}")
 
 
-def _adapt_config() -> Any:
-    from coadapt.adapt.config import AdaptConfig
-
-    return AdaptConfig()
-
-
 @dataclass(frozen=True)
 class CoadaptConfig:
     """Everything a command may read; each command uses its sections."""
@@ -103,7 +98,7 @@ class CoadaptConfig:
     model: ModelSettings = field(default_factory=ModelSettings)
     devices: DeviceSettings = field(default_factory=DeviceSettings)
     eval: EvalConfig = field(default_factory=EvalConfig)
-    adapt: Any = field(default_factory=_adapt_config)
+    adapt: AdaptConfig = field(default_factory=AdaptConfig)
 
 
 def _coerce(value: Any, tp: Any, where: str) -> Any:
@@ -164,12 +159,7 @@ def from_mapping(cls: Any, data: Any, where: str = "config") -> Any:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; valid: {sorted(fields)}")
     kwargs = {}
     for name, value in data.items():
-        tp = hints[name]
-        if name == "adapt" and cls is CoadaptConfig:
-            from coadapt.adapt.config import AdaptConfig
-
-            tp = AdaptConfig
-        kwargs[name] = _coerce(value, tp, f"{where}.{name}")
+        kwargs[name] = _coerce(value, hints[name], f"{where}.{name}")
     try:
         return cls(**kwargs)
     except TypeError as e:

@@ -54,8 +54,7 @@ class GroundTruth:
 def suite_tasks(suite: Suite, space: str = "eval") -> tuple[list[TaskCard], dict[str, TaskTemplate]]:
     """The suite's instances in `space`: their cards, and key -> task instance (for ground truth)."""
     templates = {spec.key: spec.build() for spec in suite.instances(space)}
-    cards = [TaskCard.from_template(t, key) for key, t in templates.items()]
-    return cards, templates
+    return [TaskCard.from_template(t, key) for key, t in templates.items()], templates
 
 
 def evaluate_cards(cards: Sequence[TaskCard], templates: Mapping[str, TaskTemplate], policy: Policy,
@@ -76,9 +75,13 @@ def run_suite(suite: Suite, policy: Policy, devices: Sequence[Device] | DevicePo
               k: int = 1, space: str = "eval", settings: RolloutSettings = RolloutSettings(),
               progress: ProgressFn | None = None, templates: Mapping[str, TaskTemplate] | None = None,
               adapter: str | None = None) -> dict[str, Any]:
-    """Evaluate every instance of `suite` (see `evaluate_cards`); the report names the suite."""
-    cards, built = suite_tasks(suite, space)
-    report = evaluate_cards(cards, templates or built, policy, devices, store, k=k, settings=settings,
+    """Evaluate every instance of `suite` (see `evaluate_cards`); the report names the suite.
+    `templates` are the suite's instances when the caller built them already (`suite_tasks`)."""
+    if templates is None:
+        cards, templates = suite_tasks(suite, space)
+    else:
+        cards = [TaskCard.from_template(t, key) for key, t in templates.items()]
+    report = evaluate_cards(cards, templates, policy, devices, store, k=k, settings=settings,
                             progress=progress, adapter=adapter)
     return {"suite": suite.name, "seed_space": space, **report}
 

@@ -12,23 +12,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 from coadapt.adapt.verifier import FEATURES, WEIGHTS_FILE, FeatureJudge, fit_logistic, observation_checks
+from coadapt.adaptation import instances
 from coadapt.apps import SEEN_APPS
 from coadapt.config import ModelSettings
 from coadapt.evaluation import GroundTruth
 from coadapt.rollout import RolloutRunner, RolloutSettings, TaskCard
 from coadapt.runs import RunStore
-from coadapt.tasks.registry import templates_for_app
-from coadapt.tasks.suite import instance_seed
 
 
 def seen_tasks(per_template: int, seed: int) -> dict[str, Any]:
     """key -> task instance for every seen-app template, in the pretrain seed space."""
-    out = {}
-    for app in SEEN_APPS:
-        for t in templates_for_app(app):
-            for i in range(per_template):
-                out[f"{t.name}#judge{i}"] = t.from_seed(instance_seed("pretrain", seed + 7919, t.name, i))
-    return out
+    return {key: task for app in SEEN_APPS for key, task in instances(app, "pretrain", seed + 7919, per_template).items()}
 
 
 def train_judge(per_template: int = 6, seed: int = 0, temperatures: tuple[float, ...] = (1.0, 0.0), workers: int = 2,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
 from typing import Mapping
 
 from coadapt.android_env.errors import ConfigError
@@ -22,16 +20,6 @@ def set_threads(settings: ModelSettings) -> None:
         torch.set_num_threads(settings.threads)
 
 
-def model_folder(spec: str) -> Path | None:
-    """The local folder of a model spec ("default" is the bundled model), or None for a hub id."""
-    if spec == "default":
-        from coadapt.policy.agent import BUNDLED_MODEL
-
-        return BUNDLED_MODEL
-    p = Path(spec)
-    return p if p.is_dir() else None
-
-
 def build_policy(settings: ModelSettings, templates: Mapping[str, TaskTemplate] | None = None, *,
                  temperature: float | None = None) -> Policy:
     """The policy named by `settings.model`, its sampling overridden by the settings (or by
@@ -43,19 +31,14 @@ def build_policy(settings: ModelSettings, templates: Mapping[str, TaskTemplate] 
         if settings.adapter is not None:
             raise ConfigError(f"--adapter needs a model policy, not {settings.model!r}")
         return make_policy(settings.model, templates=templates)
-    config = None
+    agents = make_policy(settings.model, adapter=settings.adapter, device=settings.torch_device, dtype=settings.dtype)
     temp = temperature if temperature is not None else settings.temperature
-    if temp is not None or settings.top_p is not None:
-        from coadapt.policy.model import POLICY_CONFIG_FILE, PolicyConfig
-
-        folder = model_folder(settings.model)
-        saved = folder / POLICY_CONFIG_FILE if folder is not None else None
-        config = (PolicyConfig.from_dict(json.loads(saved.read_text())) if saved is not None and saved.is_file()
-                  else PolicyConfig())
-        changes = {k: v for k, v in (("temperature", temp), ("top_p", settings.top_p)) if v is not None}
-        config = dataclasses.replace(config, **changes)
-    return make_policy(settings.model, adapter=settings.adapter, config=config, device=settings.torch_device,
-                       dtype=settings.dtype)
+    changes = {k: v for k, v in (("temperature", temp), ("top_p", settings.top_p)) if v is not None}
+    if changes:  # on top of what the model folder saved (or the defaults its type gets)
+        policy = agents.policy  # type: ignore[attr-defined]
+        with policy.lock:
+            policy.config = dataclasses.replace(policy.config, **changes)
+    return agents
 
 
 def build_pool(settings: DeviceSettings) -> DevicePool:

@@ -21,3 +21,14 @@ def sim():
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread for a module's model tests: on a busy small machine two threads run many
+    times slower, not faster. The previous count is restored afterwards."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -31,6 +31,8 @@ from coadapt.tasks.base import TaskTemplate  # noqa: E402
 from coadapt.tasks.registry import TEMPLATES  # noqa: E402
 from coadapt.tasks.suite import Suite  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 ADAPT_DIR = Path(__file__).parents[1] / "coadapt" / "adapt"
 TINY = AdaptConfig(rounds=1, instances_per_template=1, group_size=2, horizon=(3,), eval_instances=1, epochs=1,
                    batch_size=8, max_minutes=5)
@@ -128,7 +130,7 @@ def _raise(*a, **k):
 
 
 @pytest.fixture(scope="module")
-def adapted(tmp_path_factory):
+def adapted(tmp_path_factory, one_thread):
     """A 1-round adapt on Todo with every checker raising while the loop runs."""
     out = tmp_path_factory.mktemp("adapt") / "run"
     real = adapt_loop.adapt
@@ -140,7 +142,6 @@ def adapted(tmp_path_factory):
                 mock.patch.object(SimDevice, "read_app_state", _raise):
             return real(*args, **kwargs)
 
-    torch.set_num_threads(1)
     with mock.patch.object(adapt_loop, "adapt", firewalled):
         report = run_adapt_job("com.example.todo", CoadaptConfig(adapt=TINY), out)
     return out, report
@@ -193,7 +194,6 @@ def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
             if len(seen) == 3:
                 raise _Kill()
 
-    torch.set_num_threads(1)
     with pytest.raises(_Kill):
         run_adapt_job("com.example.todo", cfg, out, report=False, progress=die)
     store = RunStore(out)
@@ -231,7 +231,6 @@ def test_hf_peft_path_with_a_judge_prompt(tmp_path):
         judged.append(votes)
         return votes
 
-    torch.set_num_threads(1)
     with mock.patch.object(ModelJudge, "__call__", spy):
         report = run_adapt_job("com.example.todo", cfg, tmp_path / "run", report=False)
     assert judged and all(len(v) == 2 for v in judged)

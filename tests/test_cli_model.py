@@ -15,8 +15,7 @@ from coadapt.policy.tiny import build_tiny_policy  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def model_dirs(tmp_path_factory):
-    torch.set_num_threads(1)
+def model_dirs(tmp_path_factory, one_thread):
     policy = build_tiny_policy(["Create a note titled milk", 'tap "New note"', 'type "milk" into "Title"', "done()"])
     model = tmp_path_factory.mktemp("model")
     policy.save(model)

@@ -29,13 +29,7 @@ from coadapt.policy.prompt import PolicyInput  # noqa: E402
 from coadapt.policy.tiny import TINY_POLICY_CONFIG, TinyVLMConfig, build_tiny_policy, count_parameters  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One torch thread: on a busy small machine two threads run many times slower, not faster."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class TrivialTask:

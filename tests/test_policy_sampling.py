@@ -25,17 +25,11 @@ from coadapt.policy.prompt import PolicyInput  # noqa: E402
 from coadapt.policy.sampling import step_logprobs  # noqa: E402
 from coadapt.policy.tiny import TINY_POLICY_CONFIG, build_tiny_policy  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not (BUNDLED_MODEL / "config.json").is_file(), reason="the bundled model is missing")
+pytestmark = [pytest.mark.skipif(not (BUNDLED_MODEL / "config.json").is_file(), reason="the bundled model is missing"),
+              pytest.mark.usefixtures("one_thread")]
 
 GOALS = ("add a note titled milk", "open the Zebra app", "how many notes are there?", "call Bob")
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 class _Task:

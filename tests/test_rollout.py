@@ -15,19 +15,20 @@ from coadapt.config import ModelSettings  # noqa: E402
 from coadapt.evaluation import suite_tasks  # noqa: E402
 from coadapt.policy.baselines import RandomPolicy  # noqa: E402
 from coadapt.rollout import (  # noqa: E402
-    GroundTruthError, GuardedDevice, RolloutRunner, RolloutSettings, TaskCard, episode_seed, load_trajectory,
+    GroundTruthError, GuardedDevice, RolloutRunner, RolloutSettings, episode_seed, load_trajectory,
 )
 from coadapt.runs import RunStore  # noqa: E402
 from coadapt.tasks.base import TaskTemplate  # noqa: E402
 from coadapt.tasks.suite import Suite  # noqa: E402
 from coadapt.wiring import build_policy  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 UNSEEN = Suite.from_dict({"name": "u", "seed": 3, "group": "unseen"})
 
 
 @pytest.fixture(scope="module")
-def sampled():
-    torch.set_num_threads(1)
+def sampled(one_thread):
     return build_policy(ModelSettings(), temperature=1.0)
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coadapt.runs import GATES
+
 from .verifier import Verdict
 
-ACCEPTED_POSITIVE = "accepted_positive"
-ACCEPTED_NEGATIVE = "accepted_negative"
-DROPPED_UNCERTAIN = "dropped_uncertain"
-DROPPED_INFRA = "dropped_infra"
-DROPPED_FLAT = "dropped_flat_group"
+# The run store's vocabulary of gate decisions, named.
+ACCEPTED_POSITIVE, ACCEPTED_NEGATIVE, DROPPED_UNCERTAIN, DROPPED_INFRA, DROPPED_FLAT = GATES
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,10 @@ from coadapt.runs import RunStore
 
 from .advantages import episode_advantages, step_advantages, turn_facts
 from .config import AdaptConfig
-from .gate import ACCEPTED_POSITIVE, DROPPED_FLAT, GateSettings, accepted, gate_attempt, outcome
+from .gate import (
+    ACCEPTED_NEGATIVE, ACCEPTED_POSITIVE, DROPPED_FLAT, DROPPED_INFRA, DROPPED_UNCERTAIN, GateSettings, accepted,
+    gate_attempt, outcome,
+)
 from .relabel import relabel
 from .trainer import LoraTrainer, TrainSample
 from .verifier import Verdict, Verifier
@@ -61,6 +64,12 @@ def collect(store: RunStore, result_trajs: dict, ids: dict, cards: Sequence[Task
             if traj is not None:
                 out.append(traj)
     return out
+
+
+def train_samples(traj: Trajectory, advantages: Sequence[float], *, imitate: bool) -> list[TrainSample]:
+    """One training sample per turn: the prompt the model saw (the trajectory's goal), its tokens."""
+    return [TrainSample(PolicyInput(s.obs, traj.goal, s.decision.history), s.decision.token_ids, s.decision.logprobs,
+                        adv, imitate=imitate) for s, adv in zip(traj.steps, advantages)]
 
 
 def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards: Sequence[TaskCard],
@@ -135,8 +144,8 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         advantages: list[float | None] = [None] * len(trajs)
         for i, a in zip(live, adv_live):
             advantages[i] = a
-            if a is None and cfg.objective != "sft":
-                decisions[i] = DROPPED_FLAT if decisions[i] != ACCEPTED_POSITIVE else decisions[i]
+            if a is None and cfg.objective != "sft" and decisions[i] != ACCEPTED_POSITIVE:
+                decisions[i] = DROPPED_FLAT
         samples: list[TrainSample] = []
         wandering = []
         for t, d, a, reward in zip(trajs, decisions, advantages, rewards):
@@ -149,12 +158,9 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             per_step = step_advantages(a or 0.0, facts, turn_credit=cfg.turn_credit, discount=cfg.credit_discount)
             store.update_episode(t.episode_id, gate=d, advantage=a, reward=reward)
             store.set_step_advantages(t.episode_id, per_step, d)
-            samples += [TrainSample(PolicyInput(s.obs, t.goal, s.decision.history), s.decision.token_ids,
-                                    s.decision.logprobs, adv, imitate=positive)
-                        for s, adv in zip(t.steps, per_step)]
-        for t, v in relabels:  # imitation only: their tokens were sampled for another goal
-            samples += [TrainSample(PolicyInput(s.obs, t.goal, s.decision.history), s.decision.token_ids,
-                                    s.decision.logprobs, 0.0, imitate=True) for s in t.steps]
+            samples += train_samples(t, per_step, imitate=positive)
+        for t, _ in relabels:  # imitation only: their tokens were sampled for another goal
+            samples += train_samples(t, [0.0] * len(t.steps), imitate=True)
 
         # ------------------------------------------------------------------ update
         snapshot = policy.adapter_state()
@@ -169,14 +175,13 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             policy.load_adapter_state(snapshot)
             log.info("round %d made the self-check worse (%.3f < %.3f): rolled back", r, score, best)
         policy.save_adapter(adapter_dir)
-        n_pos = decisions.count(ACCEPTED_POSITIVE)
         summary = {
             "round": r, "horizon": max(c.max_steps for c in cards),
             "episodes": len(trajs), "infra_errors": res.infra_errors,
             "self_verified_success": sum(1 for v in verdicts if (v.p or 0) >= cfg.positive_threshold) / max(1, len(trajs)),
-            "accepted_positive": n_pos, "accepted_negative": decisions.count("accepted_negative"),
-            "dropped_uncertain": decisions.count("dropped_uncertain"), "dropped_flat_group": decisions.count(DROPPED_FLAT),
-            "dropped_infra": decisions.count("dropped_infra"), "relabelled_positive": len(relabels),
+            **{name: decisions.count(name) for name in (ACCEPTED_POSITIVE, ACCEPTED_NEGATIVE, DROPPED_UNCERTAIN,
+                                                         DROPPED_FLAT, DROPPED_INFRA)},
+            "relabelled_positive": len(relabels),
             "mean_progress": sum(v.progress for v in verdicts) / max(1, len(verdicts)),
             "wandering_rate": sum(wandering) / max(1, len(wandering)),
             "env_steps": sum(len(t.steps) for t in trajs), "check": score, "best_check": best, "kept": kept,
