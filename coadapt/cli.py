@@ -469,7 +469,7 @@ def main() -> None:
     try:
         app()
     except CoadaptError as e:
-        console.print(f"[bold red]error:[/] {e}")
+        console.print(f"[bold red]error:[/] {e}", soft_wrap=True)  # one line, however long
         raise SystemExit(2) from None
 
 

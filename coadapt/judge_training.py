@@ -11,7 +11,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from coadapt.adapt.verifier import FEATURES, WEIGHTS_FILE, FeatureJudge, fit_logistic, observation_checks
+from coadapt.adapt.verifier import (
+    FEATURES, WEIGHTS_FILE, FeatureJudge, fit_logistic, has_evidence, observation_checks,
+)
 from coadapt.adaptation import instances
 from coadapt.apps import SEEN_APPS
 from coadapt.config import ModelSettings
@@ -86,7 +88,9 @@ def judge_quality(weights: list[float], rows: list[tuple[list[float], float]], t
     """Precision of confident positives, recall, and how many verdicts were confident."""
     judge = FeatureJudge(weights)
 
-    ps = [(judge.p_vector(x), y) for x, y in rows]
+    # as the verifier uses it: no confident positive without evidence on the screens
+    ps = [(judge.p_vector(x) if has_evidence(dict(zip(FEATURES, x))) else min(0.5, judge.p_vector(x)), y)
+          for x, y in rows]
     pos = [y for p, y in ps if p >= threshold]
     neg = [y for p, y in ps if p <= low]
     total_pos = sum(y for _, y in ps)

@@ -12,10 +12,35 @@ def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "coadapt.cli", *args], capture_output=True, text=True, cwd=cwd)
 
 
-def test_help_lists_commands():
+COMMANDS = {"show": "--app", "tasks": "--group", "eval": "--suite", "adapt": "--ablations", "pretrain": "--steps",
+            "verifier": "train", "emulator": "start"}
+
+
+def test_help_lists_commands_and_each_has_help():
     out = run("--help")
     assert out.returncode == 0
-    assert "show" in out.stdout
+    for command, option in COMMANDS.items():
+        assert command in out.stdout, command
+        sub = run(command, "--help")
+        assert sub.returncode == 0 and option in sub.stdout, (command, sub.stdout)
+
+
+def test_bad_options_are_one_line_errors(tmp_path):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "run.db").write_bytes(b"this is not a database" * 10)
+    cases = [
+        (("eval", "--suite", "smoke", "--policy", "random", "--threads", "0"), "threads must be >= 1"),
+        (("eval", "--suite", "smoke", "--policy", "random", "--out", str(tmp_path / "file")), "is a file"),
+        (("eval", "--suite", "smoke", "--policy", "random", "--out", str(tmp_path / "bad")), "run.db"),
+        (("eval", "--suite", "smoke", "--policy", str(tmp_path / "no" / "model")), "no model folder"),
+        (("eval", "--suite", "smoke", "--policy", "random", "--device", "tpu"), "must be one of cpu, cuda, auto"),
+        (("adapt", "--app", "com.example.nope"), "unknown app"),
+    ]
+    for args, message in cases:
+        out = run(*args)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert message in out.stdout and "Traceback" not in out.stdout + out.stderr, (args, out.stdout)
 
 
 def test_show_prints_elements_and_writes_files(tmp_path):

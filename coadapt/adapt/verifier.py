@@ -19,7 +19,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from coadapt.android_env.actions import Type
 from coadapt.android_env.errors import ConfigError
@@ -102,7 +102,9 @@ def observation_checks(traj: Trajectory) -> Checks:
     in_final = [e for e in ents if _found(e, all_final)]
     new = [e for e in in_final if not _found(e, first_texts)]
     typed_hits = [e for e in ents if e in typed]
-    fixed = [e for e in ents if _found(e, fixed_final)]
+    # Shown as fixed text (a saved row, a label), and not already on the first screen: an entity the
+    # app showed from the start (its own name, a preset category) is context, not evidence.
+    fixed = [e for e in new if _found(e, fixed_final)]
     seen_texts = [t for o in obs for t in screen_texts(o)]
     answer = (traj.answer or "").strip().lower()
     changed = set(all_final) != set(first_texts) or first.package != last.package
@@ -141,6 +143,16 @@ def observation_checks(traj: Trajectory) -> Checks:
                    "done_x_changed": done * values["changed"]})
     progress = (sum(max(e in typed_hits, e in new, e in fixed) for e in ents) / n) if ents else float(changed)
     return Checks(values, progress)
+
+
+def has_evidence(v: Mapping[str, float]) -> bool:
+    """Whether the screens show anything the goal asked for happened: a goal entity newly shown or
+    typed, a switch toggled, a grounded answer, or (for a goal naming nothing) a changed screen.
+    A success without evidence is the shortcut a policy learns to fool a judge with (`done` on a
+    screen that merely mentions the goal), so it is never a confident positive."""
+    if v["no_entities"]:
+        return bool(v["changed"] or v["toggled"] or v["answer_grounded"])
+    return bool(v["entities_new"] or v["entities_typed"] or v["toggled"] or v["answer_grounded"])
 
 
 @dataclass(frozen=True)
@@ -206,6 +218,8 @@ class Verifier:
             if len(votes) * 2 >= len(raw) and votes:  # most samples readable: the vote counts
                 opinions.append(sum(votes) / len(votes))
         p_all = sum(opinions) / len(opinions) if opinions else None
+        if p_all is not None and not has_evidence(checks.values):
+            p_all = min(p_all, 0.5)  # at most uncertain: the gate drops it rather than learning from it
         return Verdict(p_all, checks.progress, tuple(record), checks.values)
 
 
