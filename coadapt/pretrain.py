@@ -30,6 +30,7 @@ import math
 import pickle
 import random
 import shutil
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -38,7 +39,6 @@ from typing import Any, Callable, Sequence
 import torch
 
 from coadapt.android_env.actions import describe
-from coadapt.android_env.env import AndroidEnv
 from coadapt.android_env.errors import ConfigError
 from coadapt.android_env.sim import SimConfig, SimDevice
 from coadapt.apps import label_map, make_apps
@@ -48,8 +48,8 @@ from .demos import (
     DemoConfig, DemoRecorder, DemoStats, Sample, corpus_texts, demo_instances, entity_pool, randomize_entities,
     seen_packages, seen_templates,
 )
-from .policy.model import POLICY_CONFIG_FILE, PolicyConfig, VLMPolicy
-from .policy.prompt import PolicyInput, PromptConfig
+from .policy.model import PolicyConfig, VLMPolicy
+from .policy.prompt import PromptConfig
 from .policy.tiny import TINY_POLICY_CONFIG, TinyVLMConfig, build_model, build_processor, build_tokenizer, count_parameters
 
 log = logging.getLogger(__name__)
@@ -365,36 +365,35 @@ def exact_match(policy: VLMPolicy, codec: PixelCodec, examples: Sequence[Example
 
 
 def play_episodes(policy: VLMPolicy, tasks: Sequence[TaskTemplate], lockstep: int = 16) -> list[dict[str, Any]]:
-    """Play each task once with the model (greedy), `lockstep` episodes at a time with one
-    batched generate per step, on clean simulated phones, and score them with the task's
-    ground truth. History is kept as `coadapt.policy.agent.VLMAgent` keeps it."""
+    """Play each task once with the model (greedy) through the rollout runner, on `lockstep`
+    clean simulated phones whose agents share batched forward passes, and score each by its
+    ground truth (validation happens on held-out SEEN-app instances only)."""
+    from coadapt.android_env.pool import DevicePool
+    from coadapt.evaluation import GroundTruth
+    from coadapt.policy.agent import VLMAgentPolicy
+    from coadapt.rollout import RolloutRunner, RolloutSettings, TaskCard
+    from coadapt.runs import RunStore
+
     packages = sorted({t.app for t in tasks})
-    results: list[dict[str, Any]] = []
-    envs = [AndroidEnv(SimDevice(make_apps(packages), SimConfig(serial=f"val-{i}")), app_names=label_map())
-            for i in range(min(lockstep, len(tasks)))]
-    for start in range(0, len(tasks), len(envs)):
-        wave = list(tasks[start : start + len(envs)])
-        obs = [env.reset(task, seed=task.seed & 0xFFFFFFFF) for env, task in zip(envs, wave)]
-        histories: list[list[str]] = [[] for _ in wave]
-        active = list(range(len(wave)))
-        steps = [0] * len(wave)
-        invalid = [0] * len(wave)
-        while active:
-            gens = policy.generate([PolicyInput(obs[i], wave[i].goal, tuple(histories[i])) for i in active])
-            still = []
-            for i, gen in zip(active, gens):
-                histories[i].append(gen.text or describe(gen.action))
-                result = envs[i].step(gen.action)
-                steps[i] += 1
-                invalid[i] += int(result.info.invalid)
-                obs[i] = result.observation
-                if not (result.terminated or result.truncated):
-                    still.append(i)
-            active = still
-        for i, (env, task) in enumerate(zip(envs, wave)):
-            success = task.evaluate(env.device, env.declared, env.answer)
-            results.append({"task": task.name, "app": task.app, "seed": task.seed, "success": success,
-                            "steps": steps[i], "invalid": invalid[i], "actions": histories[i]})
+    templates = {f"{t.name}#val{i}": t for i, t in enumerate(tasks)}
+    cards = [TaskCard.from_template(t, key) for key, t in templates.items()]
+    phones = DevicePool.of([SimDevice(make_apps(packages), SimConfig(serial=f"val-{i}"))
+                            for i in range(max(1, min(lockstep, len(tasks))))])
+    with tempfile.TemporaryDirectory() as tmp:
+        store = RunStore(tmp, save_screens=False)
+        try:
+            runner = RolloutRunner(phones, VLMAgentPolicy(policy, "validation"), store, scorer=GroundTruth(templates),
+                                   settings=RolloutSettings(store_trees=False), app_names=label_map())
+            played = runner.run(cards).trajectories
+        finally:
+            store.close()
+    results = []
+    for card in cards:
+        traj = played[(card.key, 0)]
+        task = templates[card.key]
+        results.append({"task": task.name, "app": task.app, "seed": task.seed, "success": traj.score,
+                        "steps": len(traj.steps), "invalid": traj.n_invalid,
+                        "actions": [s.raw_output or describe(s.action) for s in traj.steps]})
     return results
 
 
