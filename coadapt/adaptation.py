@@ -132,6 +132,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     # ------------------------------------------------------------------ before (ground truth, no adapter yet)
     if report and base:
         result["base"] = evaluate("eval_base")
+    rss = {"after_base_eval": round(peak_rss_mb(), 1)}
 
     # ------------------------------------------------------------------ adaptation (no ground truth)
     t_adapt = time.monotonic()
@@ -140,11 +141,13 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     result["adapt_wall_clock_s"] = round(time.monotonic() - t_adapt, 1)
     result["rounds"] = [{k: v for k, v in r.items() if k != "verifier"} for r in summary["rounds"]]
     result["adapter"] = summary["adapter"]
+    rss["after_adaptation"] = round(peak_rss_mb(), 1)
     result["env_steps"] = sum(r.get("env_steps", 0) for r in summary["rounds"])
 
     # ------------------------------------------------------------------ after (ground truth, for the report only)
     if report:
         result["adapted"] = evaluate("eval_adapted")
+        rss["after_adapted_eval"] = round(peak_rss_mb(), 1)
         if base:
             result["gain"] = round(result["adapted"]["success_rate"] - result["base"]["success_rate"], 4)
         result["verifier"] = verifier_quality(store, summary, train_cards, package, a.seed, a.instances_per_template)
@@ -152,6 +155,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
         result["ablations"] = run_ablations(app, cfg, out, progress=say)
     result["wall_clock_s"] = round(time.monotonic() - t_start, 1)
     result["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    result["peak_rss_mb_by_phase"] = rss  # the process peak so far, at the end of each phase
     store.write_json("report.json", result)
     return result
 

@@ -318,9 +318,11 @@ def verifier_train(
                 bar.advance(tid)
 
         data = train_judge(per_template, seed, workers=workers, out=out or WEIGHTS_FILE, rows_file=rows, progress=progress)
-    q = data["quality"]["held_out"]
-    console.print(f"{data['episodes']} attempts ({data['positives']} successes); held-out templates: precision "
-                  f"{q['precision']} on {q['accepted_positive']} accepted positives, recall {q['recall']}")
+    console.print(f"{data['episodes']} attempts ({data['positives']} successes, {data['cut_short']} of them cut short); "
+                  "on templates held out of the fit:")
+    for threshold, q in data["quality_on_held_out_templates"].items():
+        console.print(f"  p >= {threshold}: precision {q['precision']} on {q['accepted_positive']} accepted positives, "
+                      f"recall {q['recall']}")
     console.print(f"weights: {out or WEIGHTS_FILE}")
 
 

@@ -7,17 +7,20 @@ the seen apps' checkers (never an unseen app, never an eval instance: pretrain s
 from __future__ import annotations
 
 import json
+import random
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from coadapt.adapt.verifier import (
-    FEATURES, WEIGHTS_FILE, FeatureJudge, fit_logistic, has_evidence, observation_checks,
-)
+from coadapt.adapt.verifier import FEATURES, WEIGHTS_FILE, FeatureJudge, fit_logistic, observation_checks
 from coadapt.adaptation import instances
+from coadapt.android_env.actions import Action, Done
+from coadapt.android_env.observation import Observation
+from coadapt.android_env.errors import ConfigError
 from coadapt.apps import SEEN_APPS
 from coadapt.config import ModelSettings
 from coadapt.evaluation import GroundTruth
+from coadapt.policy.base import Decision
 from coadapt.rollout import RolloutRunner, RolloutSettings, TaskCard
 from coadapt.runs import RunStore
 
@@ -34,15 +37,19 @@ def train_judge(per_template: int = 6, seed: int = 0, temperatures: tuple[float,
     checker, fit the logistic judge, write its weights; returns fit and held-out quality.
     `rows_file` keeps the labelled checks (each attempt's screens reduced to its check values):
     given and present, the fit reuses them instead of playing again."""
+    about: dict[str, Any] = {"per_template": per_template, "seed": seed, "temperatures": list(temperatures)}
     if rows_file is not None and rows_file.is_file():
         saved = json.loads(rows_file.read_text())
+        if saved.get("features") != list(FEATURES):
+            raise ConfigError(f"{rows_file} holds checks of other features; delete it to play the attempts again")
         rows = [(r["x"], r["y"], r["key"]) for r in saved["rows"]]
+        about = saved.get("about", about)
     else:
         rows = collect_rows(per_template, seed, temperatures, workers, progress)
         if rows_file is not None:
-            rows_file.write_text(json.dumps({"features": list(FEATURES), "rows": [{"x": x, "y": y, "key": k}
-                                                                                 for x, y, k in rows]}))
-    return fit_and_write(rows, out, per_template=per_template, seed=seed, temperatures=temperatures)
+            rows_file.write_text(json.dumps({"features": list(FEATURES), "about": about,
+                                             "rows": [{"x": x, "y": y, "key": k} for x, y, k in rows]}))
+    return fit_and_write(rows, out, **about)
 
 
 def collect_rows(per_template: int, seed: int, temperatures: tuple[float, ...], workers: int,
@@ -63,38 +70,70 @@ def collect_rows(per_template: int, seed: int, temperatures: tuple[float, ...], 
             res = runner.run(cards, k=1, phase="judge", progress=progress)
             for (key, _), traj in res.trajectories.items():
                 rows.append((observation_checks(traj).vector(), float(traj.score or 0.0), key))
+            # Hard negatives (and the odd positive): each attempt cut short and ended with `done`,
+            # the shortcut a policy under adaptation finds first; labelled by the checker like the rest.
+            rng = random.Random(seed)
+            plans = {f"{key}~cut": [s.action for s in traj.steps[: rng.randint(1, len(traj.steps) - 1)]]
+                     for (key, _), traj in res.trajectories.items() if len(traj.steps) >= 2}
+            cut_tasks = {k: tasks[k.removesuffix("~cut")] for k in plans}
+            cut_cards = [TaskCard.from_template(t, k) for k, t in cut_tasks.items()]
+            runner = RolloutRunner(build_pool(DeviceSettings(workers=workers, seed=seed)), ReplayPolicy(plans), store,
+                                   scorer=GroundTruth(cut_tasks), settings=RolloutSettings(store_trees=False))
+            res = runner.run(cut_cards, k=1, phase="judge_cut", progress=progress)
+            for (key, _), traj in res.trajectories.items():
+                rows.append((observation_checks(traj).vector(), float(traj.score or 0.0), key))
             store.close()
     return rows
 
 
-def fit_and_write(rows: list[tuple[list[float], float, str]], out: Path, **about: Any) -> dict[str, Any]:
-    """Fit on all rows (and, to measure transfer, on three quarters of the templates), write the weights."""
-    # hold out a quarter of the templates to measure transfer to tasks the fit never saw
+class ReplayPolicy:
+    """Replays a fixed list of actions per card key, then declares done."""
+
+    name = "replay"
+
+    def __init__(self, plans: dict[str, list[Action]]):
+        self.plans = plans
+
+    def start(self, card: TaskCard, seed: int) -> "_Replay":
+        return _Replay(list(self.plans[card.key]))
+
+
+class _Replay:
+    def __init__(self, actions: list[Action]):
+        self.actions = actions
+
+    def act(self, obs: Observation) -> Decision:
+        return Decision(self.actions.pop(0) if self.actions else Done())
+
+
+def fit_and_write(rows: list[tuple[list[float], float, str]], out: Path, folds: int = 4,
+                  thresholds: tuple[float, ...] = (0.75, 0.85, 0.9), **about: Any) -> dict[str, Any]:
+    """Fit on all rows and write the weights; quality is measured by cross-validation over
+    templates (each fold's templates never seen by its fit), at each acceptance threshold."""
     names = sorted({k.split("#")[0] for _, _, k in rows})
-    held = set(names[::4])
-    train = [(x, y) for x, y, k in rows if k.split("#")[0] not in held]
-    test = [(x, y) for x, y, k in rows if k.split("#")[0] in held]
-    w = fit_logistic([x for x, _ in train], [y for _, y in train])
-    quality = {"held_out": judge_quality(w, test), "train": judge_quality(w, train)}
+    scored: list[tuple[float, float, bool]] = []
+    for f in range(folds):
+        held = set(names[f::folds])
+        w = fit_logistic([x for x, _, k in rows if k.split("#")[0] not in held],
+                         [y for _, y, k in rows if k.split("#")[0] not in held])
+        judge = FeatureJudge(w)
+        scored += [(judge.p_vector(x), y, "~cut" in k) for x, y, k in rows if k.split("#")[0] in held]
+    quality = {str(t): judge_quality(scored, t) for t in thresholds}
     w_all = fit_logistic([x for x, _, _ in rows], [y for _, y, _ in rows])
     data = {"features": list(FEATURES), "weights": w_all, "episodes": len(rows),
-            "positives": int(sum(y for _, y, _ in rows)), **about, "quality": quality}
+            "positives": int(sum(y for _, y, _ in rows)), "cut_short": sum("~cut" in k for _, _, k in rows), **about,
+            "quality_on_held_out_templates": quality}
     out.write_text(json.dumps(data, indent=1) + "\n")
     return data
 
 
-def judge_quality(weights: list[float], rows: list[tuple[list[float], float]], threshold: float = 0.75,
-                  low: float = 0.25) -> dict[str, Any]:
-    """Precision of confident positives, recall, and how many verdicts were confident."""
-    judge = FeatureJudge(weights)
-
-    # as the verifier uses it: no confident positive without evidence on the screens
-    ps = [(judge.p_vector(x) if has_evidence(dict(zip(FEATURES, x))) else min(0.5, judge.p_vector(x)), y)
-          for x, y in rows]
-    pos = [y for p, y in ps if p >= threshold]
-    neg = [y for p, y in ps if p <= low]
-    total_pos = sum(y for _, y in ps)
-    return {"n": len(ps), "success_rate": round(total_pos / max(1, len(ps)), 4),
+def judge_quality(scored: list[tuple[float, float, bool]], threshold: float, low: float = 0.25) -> dict[str, Any]:
+    """Precision and recall of confident positives (p >= threshold) and of confident negatives."""
+    pos = [y for p, y, _ in scored if p >= threshold]
+    neg = [y for p, y, _ in scored if p <= low]
+    total_pos = sum(y for _, y, _ in scored)
+    return {"n": len(scored), "success_rate": round(total_pos / max(1, len(scored)), 4),
             "accepted_positive": len(pos), "precision": round(sum(pos) / len(pos), 4) if pos else None,
             "recall": round(sum(pos) / total_pos, 4) if total_pos else None,
+            "cut_short_accepted": sum(c for p, _, c in scored if p >= threshold),
             "accepted_negative": len(neg), "negative_precision": round(1 - sum(neg) / len(neg), 4) if neg else None}

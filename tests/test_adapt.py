@@ -235,3 +235,28 @@ def test_hf_peft_path_with_a_judge_prompt(tmp_path):
         report = run_adapt_job("com.example.todo", cfg, tmp_path / "run", report=False)
     assert judged and all(len(v) == 2 for v in judged)
     assert (tmp_path / "run" / "adapter" / "adapter_config.json").is_file() and report["rounds"]
+
+
+def test_judge_fit_from_saved_rows(tmp_path):
+    """`coadapt verifier train --rows` refits from labelled checks without replaying; the fit
+    separates what the labels separate, and held-out templates are measured apart."""
+    import random
+
+    from coadapt.adapt.verifier import FEATURES, FeatureJudge
+    from coadapt.judge_training import train_judge
+
+    rng = random.Random(0)
+    rows = []
+    for i in range(400):
+        success = i % 2
+        x = [1.0] + [rng.random() * 0.3 for _ in FEATURES[1:]]
+        x[FEATURES.index("done_x_new")] = success * (0.7 + 0.3 * rng.random())
+        rows.append({"x": x, "y": float(success), "key": f"T{i % 7}#{i}"})
+    saved = tmp_path / "rows.json"
+    saved.write_text(json.dumps({"features": list(FEATURES), "rows": rows}))
+    data = train_judge(rows_file=saved, out=tmp_path / "w.json")
+    assert data["episodes"] == 400 and data["features"] == list(FEATURES)
+    q = data["quality_on_held_out_templates"]["0.85"]
+    assert q["precision"] == 1.0 and q["recall"] > 0.9
+    judge = FeatureJudge(json.loads((tmp_path / "w.json").read_text())["weights"])
+    assert judge.p_vector(rows[1]["x"]) > 0.9 > 0.1 > judge.p_vector(rows[0]["x"])

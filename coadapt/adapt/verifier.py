@@ -19,7 +19,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 from coadapt.android_env.actions import Type
 from coadapt.android_env.errors import ConfigError
@@ -145,16 +145,6 @@ def observation_checks(traj: Trajectory) -> Checks:
     return Checks(values, progress)
 
 
-def has_evidence(v: Mapping[str, float]) -> bool:
-    """Whether the screens show anything the goal asked for happened: a goal entity newly shown or
-    typed, a switch toggled, a grounded answer, or (for a goal naming nothing) a changed screen.
-    A success without evidence is the shortcut a policy learns to fool a judge with (`done` on a
-    screen that merely mentions the goal), so it is never a confident positive."""
-    if v["no_entities"]:
-        return bool(v["changed"] or v["toggled"] or v["answer_grounded"])
-    return bool(v["entities_new"] or v["entities_typed"] or v["toggled"] or v["answer_grounded"])
-
-
 @dataclass(frozen=True)
 class Verdict:
     """The verifier's word on one attempt."""
@@ -218,8 +208,6 @@ class Verifier:
             if len(votes) * 2 >= len(raw) and votes:  # most samples readable: the vote counts
                 opinions.append(sum(votes) / len(votes))
         p_all = sum(opinions) / len(opinions) if opinions else None
-        if p_all is not None and not has_evidence(checks.values):
-            p_all = min(p_all, 0.5)  # at most uncertain: the gate drops it rather than learning from it
         return Verdict(p_all, checks.progress, tuple(record), checks.values)
 
 
