@@ -71,8 +71,9 @@ def oracle_trajs(tmp_path_factory):
 def test_checks_see_a_success_and_not_a_shortcut(oracle_trajs):
     for traj in oracle_trajs:
         good = observation_checks(traj)
-        assert good.values["done"] == 1.0 and good.progress > 0.5, traj.goal
-        assert good.values["entities_fixed"] > 0.5, traj.goal
+        # at least half the goal's entities newly shown (a list the first screen already named is context)
+        assert good.values["done"] == 1.0 and good.progress >= 0.5, traj.goal
+        assert good.values["entities_fixed"] >= 0.5, traj.goal
         # the same episode cut to its first screen with a premature done
         early = type(traj)(traj.card, steps=traj.steps[:0], final_obs=traj.steps[0].obs, declared="done")
         bad = observation_checks(early)
