@@ -261,3 +261,8 @@ def test_judge_fit_from_saved_rows(tmp_path):
     assert q["precision"] == 1.0 and q["recall"] > 0.9
     judge = FeatureJudge(json.loads((tmp_path / "w.json").read_text())["weights"])
     assert judge.p_vector(rows[1]["x"]) > 0.9 > 0.1 > judge.p_vector(rows[0]["x"])
+
+
+def test_shipped_root_config_holds_the_defaults():
+    cfg = load_config(Path(__file__).parents[1] / "configs" / "coadapt.yaml")
+    assert cfg == CoadaptConfig()
