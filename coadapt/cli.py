@@ -466,8 +466,24 @@ def emulator_stop(
     console.print("stopped: " + (", ".join(stopped) or "nothing"))
 
 
+def _return_freed_screens_to_the_os() -> None:
+    """Pin glibc's mmap threshold. Every screenshot is a ~3.4 MB buffer; glibc raises its threshold
+    after the first is freed and then serves them from the heap, which fragments: an unseen-suite
+    eval grew to 1.7 GB resident. Pinned, each buffer is mmapped and unmapped again (67 MB vs 586 MB
+    after 40 simulated episodes). A no-op where the C library is not glibc."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
 def main() -> None:
     """Entry point: runs the app and turns coadapt errors into a one-line message and exit code 2."""
+    _return_freed_screens_to_the_os()
     try:
         app()
     except CoadaptError as e:
