@@ -47,7 +47,7 @@ def main() -> None:
         table.add_column(col, justify="left" if col == "app" else "right")
     for r in rows:
         v = r["verifier"]
-        table.add_row(r["app"], f"{r['base']['success_rate']:.3f}", f"{r['adapted']['success_rate']:.3f}",
+        table.add_row(r["app"].removeprefix("com.example."), f"{r['base']['success_rate']:.3f}", f"{r['adapted']['success_rate']:.3f}",
                       f"{r['gain']:+.3f}", "-" if v["precision"] is None else f"{v['precision']:.2f}",
                       str(v["accepted_positive"]), f"{r['adapt_wall_clock_s']:.0f}", str(r["env_steps"]),
                       f"{r['peak_rss_mb']:.0f}")
@@ -58,7 +58,7 @@ def main() -> None:
                       f"{mean(lambda r: r['adapted']['success_rate']):.3f}", f"{mean(lambda r: r['gain']):+.3f}",
                       "", "", f"{mean(lambda r: r['adapt_wall_clock_s']):.0f}", f"{mean(lambda r: r['env_steps']):.0f}",
                       f"{max(r['peak_rss_mb'] for r in rows):.0f}")
-    Console().print(table)
+    Console(width=max(120, Console().width)).print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(rows, indent=1, default=str))
 
