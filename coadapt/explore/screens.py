@@ -1,0 +1,151 @@
+"""Screen identity from the UI tree: a coarse key that survives scrolling and data, a fine one
+for "something new was revealed", and the labels and actionable elements a screen shows.
+
+The coarse key (DroidBot's content-free state string, made scroll-proof) is built from the
+structure of the fixed chrome: every visible element outside scroll containers (window, depth,
+class, resource id; not texts, and not icon descriptions, which flip with state: Play/Pause). List containers
+(RecyclerView, ListView, GridView) contribute only themselves: their rows are data, and how far
+they are scrolled or how many rows they hold does not make another screen. Other scroll
+containers (a ScrollView holding a form or a settings page) contribute the set of resource ids
+inside them, which tells one form from another without counting scroll offset. The status bar,
+the navigation bar and the keyboard are not part of any screen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass
+
+from coadapt.android_env.uitree import UiElement, UiTree
+
+log = logging.getLogger(__name__)
+
+SYSTEM_PACKAGES = ("com.android.systemui",)
+"""Packages whose windows (status bar, navigation bar) belong to no screen."""
+LIST_CLASSES = ("RecyclerView", "ListView", "GridView", "AbsListView", "ViewPager")
+"""Containers whose children are data rows."""
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def _rid(e: UiElement) -> str:
+    return e.resource_id.rsplit("/", 1)[-1]
+
+
+def _is_system(e: UiElement) -> bool:
+    return e.package in SYSTEM_PACKAGES or "inputmethod" in e.package
+
+
+def _is_list(e: UiElement) -> bool:
+    return e.short_class in LIST_CLASSES
+
+
+def _scroll_ancestor(tree: UiTree, e: UiElement) -> UiElement | None:
+    """The outermost scrollable or list ancestor of `e` (None when it sits in fixed chrome)."""
+    found = None
+    p = e.parent
+    while p is not None:
+        a = tree.elements[p]
+        if a.scrollable or _is_list(a):
+            found = a
+        p = a.parent
+    return found
+
+
+def _repeated_siblings(tree: UiTree) -> set[int]:
+    """Elements inside a sibling whose whole subtree repeats an earlier sibling's (the rows of a
+    dialog's choice list): data, not structure."""
+    sig: dict[int, str] = {}
+    for e in reversed(tree.elements):
+        kids = tree.children[e.index] if e.index < len(tree.children) else ()
+        sig[e.index] = f"{e.short_class}:{_rid(e)}(" + ",".join(sig.get(k, "") for k in kids) + ")"
+    out: set[int] = set()
+    for e in tree.elements:
+        kids = tree.children[e.index] if e.index < len(tree.children) else ()
+        seen: set[str] = set()
+        for k in kids:
+            if sig[k] in seen:
+                out.add(k)
+                out.update(d.index for d in tree.descendants(tree.elements[k]))
+            seen.add(sig[k])
+    return out
+
+
+def normalise(label: str) -> str:
+    """A label as compared across screens: lower case, spaces collapsed, trimmed."""
+    return " ".join(label.lower().split())
+
+
+@dataclass(frozen=True)
+class ScreenFacts:
+    """What one UI tree says about the screen it shows."""
+
+    key: str
+    """Coarse screen identity (16 hex digits): same for a scrolled or refilled list."""
+    fine_key: str
+    """Coarse key plus the visible labels and check states: changes whenever anything new shows."""
+    labels: frozenset[str]
+    """Normalised texts and descriptions of the visible, non-system elements."""
+    actionables: tuple[str, ...]
+    """Signatures of the actionable elements (rows of a list count once), for coverage."""
+    package: str
+    """The foreground app's package (the package of most non-system elements)."""
+
+
+def screen_facts(tree: UiTree) -> ScreenFacts:
+    """The keys, labels and actionable elements of one UI tree."""
+    chrome: list[str] = []
+    scroll_ids: dict[int, set[str]] = {}
+    labels: set[str] = set()
+    states: list[str] = []
+    actionables: set[str] = set()
+    packages: dict[str, int] = {}
+    repeated = _repeated_siblings(tree)
+    for e in tree.elements:
+        if not e.visible or _is_system(e):
+            continue
+        packages[e.package] = packages.get(e.package, 0) + 1
+        for text in (e.text, e.content_desc):
+            if text.strip():
+                labels.add(normalise(text))
+        if e.checkable:
+            states.append(f"{normalise(e.label)}={int(e.checked)}")
+        outer = _scroll_ancestor(tree, e)
+        if outer is None:
+            if e.index in repeated:
+                continue
+            chrome.append(f"{e.window}:{e.depth}:{e.short_class}:{_rid(e)}")
+            if e.scrollable or _is_list(e):
+                scroll_ids.setdefault(e.index, set())
+            if e.interactive:
+                actionables.add(f"{e.short_class}:{_rid(e)}:{normalise(e.label)}")
+        else:
+            if not _is_list(outer) and _rid(e):
+                scroll_ids.setdefault(outer.index, set()).add(f"{e.short_class}:{_rid(e)}")
+            if e.interactive:
+                # a list row counts once per kind; a control in a scrolling page counts by its name
+                name = "" if _is_list(outer) else normalise(e.label)
+                actionables.add(f"{e.short_class}:{_rid(e)}:{name}@{_rid(outer)}")
+    parts = chrome + [f"scroll{i}:" + ",".join(sorted(ids)) for i, ids in sorted(scroll_ids.items())]
+    key = _digest("|".join(parts))
+    log.debug("screen key %s from %s", key, parts)
+    fine = _digest(key + "|" + "|".join(sorted(labels)) + "|" + "|".join(sorted(states)))
+    package = max(packages, key=lambda p: packages[p]) if packages else ""
+    return ScreenFacts(key, fine, frozenset(labels), tuple(sorted(actionables)), package)
+
+
+def screen_key(tree: UiTree) -> str:
+    """The coarse screen identity of `tree` (see the module docstring)."""
+    return screen_facts(tree).key
+
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9'.&-]*")
+
+
+def label_words(label: str) -> set[str]:
+    """Lower-case words of a label (for matching what was typed or read later)."""
+    return set(_WORD.findall(label.lower()))
