@@ -36,6 +36,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "rloo": {"objective": "rloo"},
     "reinforce_pp": {"objective": "reinforce_pp"},
     "sft": {"objective": "sft"},
+    "no_curiosity": {"curiosity": False},
+    "no_proposals": {"proposals": 0},
+    "memory": {"memory": True},
 }
 """Variants run by --ablations: each changes one AdaptConfig field of the default."""
 
@@ -136,8 +139,11 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
 
     # ------------------------------------------------------------------ adaptation (no ground truth)
     t_adapt = time.monotonic()
+    proposals, base_card = explore_for_adapt(package, a, pool, out / "explore", agents, say)
+    result["explore"] = {"proposals": len(proposals), "wall_clock_s": round(time.monotonic() - t_adapt, 1),
+                         "memory_lines": len(agents.memory.get(package, "").splitlines())}
     summary = adapt(agents, pool, store, train_cards, check_cards, a, verifier, out_dir=out, settings=settings,
-                    progress=say)
+                    progress=say, proposals=proposals if a.proposals else (), proposal_base=base_card)
     result["adapt_wall_clock_s"] = round(time.monotonic() - t_adapt, 1)
     result["rounds"] = [{k: v for k, v in r.items() if k != "verifier"} for r in summary["rounds"]]
     result["adapter"] = summary["adapter"]
@@ -158,6 +164,36 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     result["peak_rss_mb_by_phase"] = rss  # the process peak so far, at the end of each phase
     store.write_json("report.json", result)
     return result
+
+
+def explore_card(package: str, seed: int) -> TaskCard:
+    """The phone set-up explorations start from: an instance of the app's first template in the
+    explore seed space (its data, not its goal)."""
+    key, task = next(iter(instances(package, "explore", seed, 1).items()))
+    return TaskCard.from_template(task, f"explore/{package}", source="explore")
+
+
+def explore_for_adapt(package: str, a: Any, pool: Any, out: Path, agents: Any, say: ProgressFn
+                      ) -> tuple[list, TaskCard]:
+    """Explore the app before the rounds (or reload a resumed run's exploration): the proposals,
+    the card they start from, and the memory set on `agents` when the config shows it."""
+    from coadapt.apps import label_map
+    from coadapt.explore.job import explore_app, load_explored
+
+    card = explore_card(package, a.seed)
+    if a.explore_steps == 0 or (a.proposals == 0 and not a.memory):
+        return [], card
+    loaded = load_explored(out)
+    if loaded is None:
+        say("explore", {"runs": a.explore_runs, "steps": a.explore_steps})
+        with pool.lease() as slot:
+            found = explore_app(slot.device, card, app_names=label_map(), steps=a.explore_steps, runs=a.explore_runs,
+                                seed=a.seed, out_dir=out, proposals=a.proposals)
+        loaded = (found.proposals, found.memory)
+    proposals, memory = loaded
+    if a.memory:
+        agents.memory[package] = memory
+    return proposals, card
 
 
 def verifier_quality(store: RunStore, summary: dict[str, Any], cards: list[TaskCard], package: str, seed: int,

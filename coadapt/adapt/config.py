@@ -70,12 +70,29 @@ class AdaptConfig:
     """Samples of a VLM judge per verdict (model judges only; the bundled setup uses the feature judge)."""
     seed: int = 0
     """Seed of the run: instance choice, sampling, batch order."""
+    explore_steps: int = 200
+    """Actions per exploration of the app before the rounds (0: no exploration)."""
+    explore_runs: int = 4
+    """Explorations from a fresh reset, each with its own seed (their proposals are merged)."""
+    proposals: int = 24
+    """Self-proposed tasks added to the adapt cards (0: suite goals only)."""
+    proposal_demos: bool = True
+    """Imitate each proposal's verified path (a positive by construction) in every round."""
+    curiosity: bool = True
+    """Add the curiosity terms (novelty, information gain, hindsight) to accepted attempts' turns."""
+    curiosity_weight: float = 0.5
+    """Weight of a turn's curiosity reward next to its advantage."""
+    memory: bool = False
+    """Show the exploration memory in the policy's prompt. Off by default: the bundled model was not
+    pretrained to read it (see docs/explore.md)."""
 
     def __post_init__(self) -> None:
         def need(ok: bool, msg: str) -> None:
             if not ok:
                 raise ConfigError(f"adapt.{msg}")
 
+        need(self.explore_steps >= 0 and self.explore_runs >= 1, "explore_steps must be >= 0 and explore_runs >= 1")
+        need(self.proposals >= 0, f"proposals must be >= 0, got {self.proposals}")
         need(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
         need(self.instances_per_template >= 1, f"instances_per_template must be >= 1, got {self.instances_per_template}")
         need(self.group_size >= 2, f"group_size must be >= 2 (a group compares attempts), got {self.group_size}")

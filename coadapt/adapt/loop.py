@@ -13,10 +13,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from coadapt.android_env.env import AndroidEnv
 from coadapt.android_env.pool import DevicePool
+from coadapt.apps import label_map
+from coadapt.explore.curiosity import CuriosityWeights, VisitCounts, analyse
+from coadapt.explore.propose import Proposal, demo_actions, proposal_reward
+from coadapt.policy.parser import format_action
 from coadapt.policy.agent import VLMAgentPolicy
 from coadapt.policy.prompt import PolicyInput
 from coadapt.rollout import RolloutRunner, RolloutSettings, TaskCard, Trajectory, load_trajectory
+from coadapt.rollout.firewall import GuardedDevice
+from coadapt.rollout.runner import compact_obs
 from coadapt.runs import RunStore
 
 from .advantages import episode_advantages, step_advantages, turn_facts
@@ -66,17 +73,46 @@ def collect(store: RunStore, result_trajs: dict, ids: dict, cards: Sequence[Task
     return out
 
 
-def train_samples(traj: Trajectory, advantages: Sequence[float], *, imitate: bool) -> list[TrainSample]:
+def train_samples(traj: Trajectory, advantages: Sequence[float], *, imitate: bool, memory: str = "") -> list[TrainSample]:
     """One training sample per turn: the prompt the model saw (the trajectory's goal), its tokens."""
-    return [TrainSample(PolicyInput(s.obs, traj.goal, s.decision.history), s.decision.token_ids, s.decision.logprobs,
-                        adv, imitate=imitate) for s, adv in zip(traj.steps, advantages)]
+    return [TrainSample(PolicyInput(s.obs, traj.goal, s.decision.history, memory), s.decision.token_ids,
+                        s.decision.logprobs, adv, imitate=imitate) for s, adv in zip(traj.steps, advantages)]
+
+
+def demo_samples(agents: VLMAgentPolicy, pool: DevicePool, proposals: Sequence[Proposal], cards: Sequence[TaskCard],
+                 settings: RolloutSettings, memory: str = "", app_names: dict[str, str] | None = None
+                 ) -> list[TrainSample]:
+    """Imitation samples from the proposals' verified paths, replayed from a fresh reset on a
+    guarded phone; each action written the way the policy writes actions."""
+    policy = agents.policy
+    style = policy.config.prompt.style
+    out: list[TrainSample] = []
+    with pool.lease() as slot:
+        env = AndroidEnv(GuardedDevice(slot.device), app_names or label_map(), settle_seconds=settings.settle_seconds)
+        for p, card in zip(proposals, cards):
+            obs = env.reset(card, seed=card.device_seed)
+            history: list[str] = []
+            for action in demo_actions(p):
+                target = format_action(action, obs, style)
+                out.append(TrainSample(PolicyInput(compact_obs(obs), card.goal, tuple(history), memory),
+                                       tuple(policy.target_ids(target)), (), 0.0, imitate=True))
+                history.append(target)
+                res = env.step(action)
+                if res.terminated or res.truncated or res.info.invalid:
+                    break
+                obs = res.observation
+    return out
 
 
 def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards: Sequence[TaskCard],
           check_cards: Sequence[TaskCard], cfg: AdaptConfig, verifier: Verifier, *, out_dir: Path,
-          settings: RolloutSettings = RolloutSettings(), progress: ProgressFn | None = None) -> dict[str, Any]:
+          settings: RolloutSettings = RolloutSettings(), progress: ProgressFn | None = None,
+          proposals: Sequence[Proposal] = (), proposal_base: TaskCard | None = None) -> dict[str, Any]:
     """Adapt `agents`' LoRA adapter to the app of `train_cards`; returns the loop's own summary
-    (self-verified numbers only). The adapter that was kept last is in out_dir/adapter."""
+    (self-verified numbers only). The adapter that was kept last is in out_dir/adapter.
+
+    `proposals` (self-proposed tasks, set up like `proposal_base`) join the suite goals: their
+    attempts are rewarded by their expectation on the final screen, not by the verifier."""
     say = progress or (lambda event, data: None)
     policy = agents.policy
     trainer = LoraTrainer(policy, cfg)
@@ -85,6 +121,23 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
     gate_cfg = GateSettings(cfg.gate, cfg.positive_threshold, cfg.negative_threshold)
     adapter_dir = out_dir / "adapter"
     started = time.monotonic()
+    memory = agents.memory.get(train_cards[0].app, "") if train_cards else ""
+    horizon_cap = max((c.max_steps for c in train_cards), default=10)
+    proposed = [p.card(proposal_base, i, min(horizon_cap, max(8, 2 * len(p.actions) + 2)))
+                for i, p in enumerate(proposals)] if proposal_base is not None else []
+    expectations = {c.key: p.expect for c, p in zip(proposed, proposals)}
+    demos = demo_samples(agents, pool, proposals, proposed, settings, memory) \
+        if proposed and cfg.proposal_demos else []
+    visits = VisitCounts()
+    weights = CuriosityWeights()
+
+    def judge(t: Trajectory) -> Verdict:
+        """The verifier; a proposal's own expectation (judge-free) for self-proposed cards."""
+        if t.card.key in expectations:
+            r = proposal_reward(expectations[t.card.key], t.final_obs or (t.steps[-1].obs if t.steps else None),
+                                t.declared)
+            return Verdict(r, r, (("expectation", 0, r),), {"expectation": r})
+        return verifier(t)
 
     def check(round: int) -> float:
         """Self-verified success of the current policy on the held-out adapt cards (greedy)."""
@@ -110,7 +163,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         t_round = time.monotonic()
         store.start_round(PHASE, r)
         # ------------------------------------------------------------------ rollouts
-        cards = [c.replace(max_steps=cfg.horizon_at(r, c.max_steps)) for c in train_cards]
+        cards = [c.replace(max_steps=cfg.horizon_at(r, c.max_steps)) for c in [*train_cards, *proposed]]
         res = runner.run(cards, k=cfg.group_size, round=r, phase=PHASE,
                          progress=lambda e, d: say("episode" if e == "episode" else "round_start",
                                                    {**d, "round": r}))
@@ -120,7 +173,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         verdicts: list[Verdict] = []
         decisions: list[str] = []
         for t in trajs:
-            v = verifier(t)
+            v = judge(t)
             verdicts.append(v)
             decisions.append(gate_attempt(v, gate_cfg, infra_error=t.infra_error))
             store.add_verdicts(t.episode_id, [(judge, i, vote, None) for judge, i, vote in v.votes])
@@ -146,21 +199,25 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             advantages[i] = a
             if a is None and cfg.objective != "sft" and decisions[i] != ACCEPTED_POSITIVE:
                 decisions[i] = DROPPED_FLAT
-        samples: list[TrainSample] = []
-        wandering = []
+        samples: list[TrainSample] = list(demos)
+        wandering, informative = [], []
         for t, d, a, reward in zip(trajs, decisions, advantages, rewards):
             facts = turn_facts(t)
-            wandering.append(facts.wandering)
+            cur = analyse(t, weights, visits)
+            wandering.append(cur.wandering_rate)
+            informative.append(cur.information_rate)
             positive = d == ACCEPTED_POSITIVE
             if a is None and not positive:
                 store.update_episode(t.episode_id, gate=d)
                 continue
             per_step = step_advantages(a or 0.0, facts, turn_credit=cfg.turn_credit, discount=cfg.credit_discount)
+            if cfg.curiosity:
+                per_step = [x + cfg.curiosity_weight * c for x, c in zip(per_step, cur.rewards)]
             store.update_episode(t.episode_id, gate=d, advantage=a, reward=reward)
             store.set_step_advantages(t.episode_id, per_step, d)
-            samples += train_samples(t, per_step, imitate=positive)
+            samples += train_samples(t, per_step, imitate=positive, memory=memory)
         for t, _ in relabels:  # imitation only: their tokens were sampled for another goal
-            samples += train_samples(t, [0.0] * len(t.steps), imitate=True)
+            samples += train_samples(t, [0.0] * len(t.steps), imitate=True, memory=memory)
 
         # ------------------------------------------------------------------ update
         snapshot = policy.adapter_state()
@@ -184,6 +241,10 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             "relabelled_positive": len(relabels),
             "mean_progress": sum(v.progress for v in verdicts) / max(1, len(verdicts)),
             "wandering_rate": sum(wandering) / max(1, len(wandering)),
+            "information_rate": sum(informative) / max(1, len(informative)),
+            "proposed_cards": len(proposed), "demo_samples": len(demos),
+            "proposed_solved": sum(1 for t, v in zip(trajs, verdicts) if t.card.key in expectations and (v.p or 0) >= 1)
+            / max(1, sum(1 for t in trajs if t.card.key in expectations)),
             "env_steps": sum(len(t.steps) for t in trajs), "check": score, "best_check": best, "kept": kept,
             "seconds": round(time.monotonic() - t_round, 1), **{f"train_{k}": v for k, v in metrics.items()},
         }

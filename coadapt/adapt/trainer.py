@@ -48,7 +48,7 @@ class LoraTrainer:
         if not samples:
             return {"samples": 0, "optimizer_steps": 0}
         # Each prompt is processed once (a fresh decode of its screenshot, dropped after use).
-        parts = [policy.prepare(PolicyInput(fresh_pixels(s.inp.observation), s.inp.goal, s.inp.history), s.token_ids)
+        parts = [policy.prepare(PolicyInput(fresh_pixels(s.inp.observation), s.inp.goal, s.inp.history, s.inp.memory), s.token_ids)
                  for s in samples]
         refs = self._reference(samples, parts)
         rng = random.Random(seed)

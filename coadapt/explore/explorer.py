@@ -45,6 +45,8 @@ _OPENERS = ("more options", "navigation", "menu", "drawer", "tab", "add", "new",
 """Words of labels that usually open something (icons, tabs, menus): tried first."""
 _RISKY = ("delete", "remove", "discard", "clear", "reset", "sign out", "log out", "uninstall", "cancel", "close")
 """Words of labels that destroy data or leave: tried last."""
+_SUBMIT = ("save", "done", "ok", "add", "create", "submit", "confirm", "apply", "send", "log")
+"""Words of labels that submit a form: tried first once every field of the screen is filled."""
 _NUMERIC = ("amount", "price", "cost", "total", "quantity", "qty", "number", "minutes", "hours", "count", "age",
             "servings", "budget", "year", "duration", "weight", "size", "$")
 _WORDS = ("Blue", "River", "Maple", "Quiet", "North", "Amber", "Cedar", "Lucky", "Silver", "Orchid")
@@ -211,6 +213,10 @@ class Explorer:
         self.graph = TransitionGraph(card.app)
         self._known: set[str] = set()
         self._untried: dict[str, set[str]] = {}
+        self._typed: set[tuple[str, str]] = set()
+        """(screen, field) typed into in the current segment."""
+        self._submitted: set[str] = set()
+        """Submit events taken after filling a form (each once per segment)."""
 
     # ------------------------------------------------------------------ helpers
     def _observe_new(self, obs: Observation, facts: ScreenFacts, step: int) -> bool:
@@ -245,6 +251,17 @@ class Explorer:
         if self.strategy == "model":
             decision = agent.act(obs)
             return _PolicyEvent(decision.action)
+        fields = [e for e in events if e.kind == "type"]
+        unfilled = [e for e in fields if (facts.key, e.signature) not in self._typed]
+        if unfilled:
+            return unfilled[0]  # fill a form again on every visit: a submit needs filled fields
+        if fields:
+            submit = [e for e in events if e.kind == "tap" and e.signature not in self._submitted
+                      and any(normalise(e.label).split()[:1] == [w] for w in _SUBMIT)]
+            if submit:
+                self._submitted.add(submit[0].signature)
+                return submit[0]
+        untried = [e for e in untried if e.kind != "type"]
         if untried:
             best = min(untried, key=lambda e: _priority(e, self._known))
             top = [e for e in untried if _priority(e, self._known) == _priority(best, self._known)]
@@ -290,6 +307,8 @@ class Explorer:
         for step in range(1, steps + 1):
             if out_of_app >= 2 or (self.strategy != "random" and self._stuck(result)):
                 segment += 1
+                self._typed.clear()
+                self._submitted.clear()
                 obs = self.env.reset(self.card, seed=self.card.device_seed)
                 facts = screen_facts(obs.tree)
                 self._observe_new(obs, facts, step)
@@ -315,8 +334,12 @@ class Explorer:
                                 effective, step)
             result.steps.append(ExploreStep(step, segment, facts.key, new.key, event, effective, new_screen, revealed,
                                             obs.tree, new_obs.tree, facts, new))
+            if event.kind == "type":
+                self._typed.add((facts.key, event.signature))
             if segment_end:
                 segment += 1
+                self._typed.clear()
+                self._submitted.clear()
             out_of_app = out_of_app + 1 if new.package != self.card.app else 0
             obs, facts = new_obs, new
             if self.progress:

@@ -75,6 +75,11 @@ def _repeated_siblings(tree: UiTree) -> set[int]:
     return out
 
 
+def _name(tree: UiTree, e: UiElement) -> str:
+    """An element's label, or the first label inside it (a clickable row named by its text)."""
+    return e.label or next((d.label for d in tree.descendants(e) if d.label), "")
+
+
 def normalise(label: str) -> str:
     """A label as compared across screens: lower case, spaces collapsed, trimmed."""
     return " ".join(label.lower().split())
@@ -122,13 +127,14 @@ def screen_facts(tree: UiTree) -> ScreenFacts:
             if e.scrollable or _is_list(e):
                 scroll_ids.setdefault(e.index, set())
             if e.interactive:
-                actionables.add(f"{e.short_class}:{_rid(e)}:{normalise(e.label)}")
+                actionables.add(f"{e.short_class}:{_rid(e)}:{normalise(_name(tree, e))}")
         else:
             if not _is_list(outer) and _rid(e):
                 scroll_ids.setdefault(outer.index, set()).add(f"{e.short_class}:{_rid(e)}")
             if e.interactive:
                 # a list row counts once per kind; a control in a scrolling page counts by its name
-                name = "" if _is_list(outer) else normalise(e.label)
+                # (a short fixed list, such as a menu, keeps its entries' names)
+                name = "" if _is_list(outer) and outer.scrollable else normalise(_name(tree, e))
                 actionables.add(f"{e.short_class}:{_rid(e)}:{name}@{_rid(outer)}")
     parts = chrome + [f"scroll{i}:" + ",".join(sorted(ids)) for i, ids in sorted(scroll_ids.items())]
     key = _digest("|".join(parts))

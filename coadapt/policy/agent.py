@@ -30,15 +30,16 @@ class VLMAgent:
     """One episode: feeds the model its goal, the screen and what it did so far. Step t samples
     with seed `step_seed(seed, t)`, so an episode reproduces whatever else shares the batch."""
 
-    def __init__(self, generate: Batcher[Request, Generation], goal: str, seed: int):
+    def __init__(self, generate: Batcher[Request, Generation], goal: str, seed: int, memory: str = ""):
         self._generate = generate
         self.goal = goal
         self.seed = seed
+        self.memory = memory
         self.history: list[str] = []
 
     def act(self, obs: Observation) -> Decision:
         history = tuple(self.history)
-        gen = self._generate((PolicyInput(obs, self.goal, history), step_seed(self.seed, len(history))))
+        gen = self._generate((PolicyInput(obs, self.goal, history, self.memory), step_seed(self.seed, len(history))))
         self.history.append(gen.text or describe(gen.action))
         return Decision(gen.action, gen.text, gen.token_ids, gen.logprobs, history)
 
@@ -51,12 +52,14 @@ class VLMAgentPolicy:
         self.name = name
         # Agents acting in parallel (one per device) share forward passes.
         self.batcher: Batcher[Request, Generation] = Batcher(self._generate_batch, policy.config.max_batch)
+        self.memory: dict[str, str] = {}
+        """Exploration memory per app package, shown in the prompt of that app's episodes."""
 
     def _generate_batch(self, requests: Sequence[Request]) -> list[Generation]:
         return self.policy.generate([inp for inp, _ in requests], seeds=[seed for _, seed in requests])
 
     def start(self, card: TaskCard, seed: int) -> VLMAgent:
-        return VLMAgent(self.batcher, card.goal, seed)
+        return VLMAgent(self.batcher, card.goal, seed, self.memory.get(card.app, ""))
 
 
 def load_policy(spec: str | os.PathLike, *, adapter: str | os.PathLike | None = None,

@@ -76,6 +76,8 @@ class PolicyInput:
     """The task in words."""
     history: tuple[str, ...] = ()
     """Earlier actions of the episode, oldest first, as the model wrote them (or `describe`d)."""
+    memory: str = ""
+    """Exploration memory of the app (what its menus hold), one finding per line; "" for none."""
 
 
 def history_entry(item: str | Action) -> str:
@@ -125,6 +127,8 @@ def prompt_text(inp: PolicyInput, config: PromptConfig) -> str:
         recent = inp.history[-config.history_steps :]
         recent = [_cut(" ".join(h.split()), 2 * config.max_label_chars) for h in recent]
         lines.append("Previous actions: " + ("; ".join(recent) if recent else "none"))
+    if inp.memory:
+        lines.append("Notes: " + "; ".join(line for line in inp.memory.splitlines() if line.strip()))
     if config.instruction_text:
         lines.append(config.instruction_text)
     lines.append(f"Goal: {inp.goal}")

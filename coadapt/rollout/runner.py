@@ -215,14 +215,16 @@ def fresh_pixels(obs: Observation) -> Observation:
     return Observation(Image.open(io.BytesIO(png)), obs.tree, obs.elements, obs.package, obs.step)
 
 
+def compact_obs(obs: Observation) -> Observation:
+    """The observation with its screenshot held compressed until used."""
+    return Observation(_lazy(obs.screenshot), obs.tree, obs.elements, obs.package, obs.step)
+
+
 def compact(traj: Trajectory) -> Trajectory:
     """The trajectory with every screenshot held compressed until used."""
-    def light(obs: Observation) -> Observation:
-        return Observation(_lazy(obs.screenshot), obs.tree, obs.elements, obs.package, obs.step)
-
-    traj.steps = [StepRecord(light(s.obs), s.decision, s.info) for s in traj.steps]
+    traj.steps = [StepRecord(compact_obs(s.obs), s.decision, s.info) for s in traj.steps]
     if traj.final_obs is not None:
-        traj.final_obs = light(traj.final_obs)
+        traj.final_obs = compact_obs(traj.final_obs)
     return traj
 
 

@@ -1,0 +1,46 @@
+"""Exploration memory: what the explorer found, as short text the policy reads in its prompt
+(the way AppAgent writes exploration documents): which menu or drawer holds which entry, and
+which screen an entry opens."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+MAX_ITEMS = 6
+_NOT_A_PLACE = ("back", "navigate", "close", "cancel", "save", "delete", "remove", "discard", "done", "ok")
+
+
+def _name(actionable: str) -> str:
+    """The name part of an actionable signature `Class:rid:name[@list]` ("" for list rows)."""
+    parts = actionable.split(":", 2)
+    return parts[2].split("@", 1)[0] if len(parts) == 3 else ""
+"""Entries listed per opener."""
+
+
+def memory_lines(steps: Sequence, app: str, limit: int = 12) -> list[str]:
+    """One line per opener whose first use revealed new entries (`"More options" holds: "log
+    expense", ...`), read off an exploration's steps; most revealing first, at most `limit`."""
+    lines: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    for s in steps:
+        ev = s.event
+        if ev.kind != "tap" or not s.new_screen or not s.effective or s.dst_facts.package != app:
+            continue
+        opener = ev.label
+        if not opener or opener.lower().split()[0] in _NOT_A_PLACE or any(c.isdigit() for c in opener):
+            continue
+        before = {_name(a) for a in s.src_facts.actionables}
+        new = sorted({n for n in (_name(a) for a in s.dst_facts.actionables) if n and n not in before and len(n) <= 30
+                      and not any(c.isdigit() or c == "$" for c in n)})
+        if not new or opener.lower() in seen:
+            continue
+        seen.add(opener.lower())
+        shown = ", ".join(f'"{lab}"' for lab in new[:MAX_ITEMS])
+        lines.append((len(new), f'"{opener}" holds: {shown}'))
+    lines.sort(key=lambda t: -t[0])
+    return [line for _, line in lines[:limit]]
+
+
+def memory_text(steps: Sequence, app: str, limit: int = 12) -> str:
+    """The memory as the prompt shows it ("" when nothing was found)."""
+    return "\n".join(memory_lines(steps, app, limit))
