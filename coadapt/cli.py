@@ -292,6 +292,66 @@ def adapt(
     console.print(f"adapter: {result['adapter']}   report: {folder / 'report.json'}")
 
 
+@app.command()
+def explore(
+    app_name: str = typer.Option(..., "--app", help="Package or launcher label of the app to explore, e.g. com.example.expenses."),
+    steps: int = typer.Option(200, "--steps", min=1, help="Actions per exploration (an app restart counts as one)."),
+    policy: str = typer.Option("greedy", "--policy", help="greedy (ours), random (Monkey-like), events (random element events), dfs (DroidBot-style) or model."),
+    runs: int = typer.Option(1, "--runs", min=1, help="Explorations from a fresh reset, seeds seed..seed+runs-1; proposals are merged."),
+    proposals: int = typer.Option(60, "--proposals", min=0, help="At most this many self-proposed tasks in the report."),
+    config: Optional[Path] = _CONFIG,
+    model: Optional[str] = typer.Option(None, "--model", help="Policy for --policy model: default (bundled) or a model folder / hub id."),
+    devices: Optional[str] = _DEVICES,
+    seed: int = typer.Option(0, help="Seed of the exploration (and of the phone set-up)."),
+    out: Optional[Path] = typer.Option(None, help="Folder for utg.json, screens/, proposals.json, memory.txt, report.json. Default: runs/explore-<app>-<time>."),
+) -> None:
+    """Explore an app: build its UI transition graph, propose tasks from it, write exploration memory."""
+    import time as _time
+
+    from coadapt.adaptation import explore_card
+    from coadapt.apps import app_class, label_map
+    from coadapt.config import load_config
+    from coadapt.explore.explorer import STRATEGIES
+    from coadapt.explore.job import explore_app, write_report
+    from coadapt.wiring import build_policy, build_pool
+
+    if policy not in STRATEGIES:
+        raise typer.BadParameter(f"{policy!r}; valid: {', '.join(STRATEGIES)}", param_hint="--policy")
+    package = app_class(app_name).package
+    cfg = load_config(config, {"model.model": model, "devices.devices": devices})
+    folder = out or Path("runs") / f"explore-{package.split('.')[-1]}-{_time.strftime('%Y%m%d-%H%M%S')}"
+    agents = build_policy(cfg.model) if policy == "model" else None
+    pool = build_pool(cfg.devices)
+    card = explore_card(package, seed)
+    t0 = _time.monotonic()
+    with _progress_bar("explore") as bar, pool.lease() as slot:
+        tid = bar.add_task(f"run 1/{runs}", total=steps)
+
+        def progress(event: str, d: dict) -> None:
+            if event == "explore_step":
+                bar.update(tid, description=f"run {d['run'] + 1}/{runs}", completed=d["step"])
+            elif event == "explore_run":
+                bar.console.print(f"run {d['run'] + 1}: {d['screens']} screens, {d['elements']} elements, "
+                                  f"{d['effective_share']:.0%} effective; {d['proposals']} proposals so far")
+
+        result = explore_app(slot.device, card, app_names=label_map(), steps=steps, runs=runs, seed=seed,
+                             strategy=policy, out_dir=folder, proposals=proposals, policy=agents, progress=progress)
+    write_report(folder, result, {"app": package, "policy": policy, "steps": steps, "runs": runs, "seed": seed,
+                                  "wall_clock_s": round(_time.monotonic() - t0, 1)})
+    cov = result.coverage[0]
+    table = Table(title=f"explore {package} ({policy}, {steps} actions)")
+    for col in ("unique screens", "unique elements", "effective actions", "proposals", "memory lines"):
+        table.add_column(col, justify="right")
+    table.add_row(str(cov["screens"]), str(cov["elements"]), f"{cov['effective_share']:.0%}",
+                  str(len(result.proposals)), str(len(result.memory.splitlines())))
+    console.print(table)
+    for p in result.proposals[:10]:
+        console.print(f"  \\[{p.kind}] {p.goal}  ({len(p.actions)} actions)", markup=True)
+    if len(result.proposals) > 10:
+        console.print(f"  ... {len(result.proposals) - 10} more in {folder / 'report.json'}")
+    console.print(f"graph: {folder / 'utg.json'}   report: {folder / 'report.json'}")
+
+
 verifier_app = typer.Typer(help="The verifier's feature judge (fitted on seen apps only).", no_args_is_help=True)
 app.add_typer(verifier_app, name="verifier")
 

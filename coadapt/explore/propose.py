@@ -158,6 +158,11 @@ _NOT_A_PLACE = ("back", "navigate", "close", "cancel", "save", "delete", "remove
 """First words of labels whose screens are no goal of their own (leaving, committing, overflow)."""
 
 
+def _is_value(label: str) -> bool:
+    """A label that is data (an amount, a date, a count) rather than a name."""
+    return sum(c.isdigit() for c in label) * 2 >= len(label.replace(" ", "")) or label[:1] in "$€£"
+
+
 def _title(tree: UiTree) -> str:
     """The title of the topmost window that has one (a dialog's over its screen's)."""
     titles = [e for e in tree.elements if e.visible and e.text and "title" in e.resource_id.rsplit("/", 1)[-1].lower()]
@@ -267,12 +272,15 @@ def candidates(ex: Exploration) -> list[Proposal]:
                 if s.dst != s.src and ev.label and s.dst_facts.key != steps[0].src_facts.key:
                     label = normalise(ev.label)
                     words = label.split()
-                    if label in _shown(s.before) and words and words[0] not in _NOT_A_PLACE and len(words) <= 6:
+                    if label in _shown(s.before) and words and words[0] not in _NOT_A_PLACE and len(words) <= 6 \
+                            and not _is_value(label) and not (len(words) == 1 and words[0] in _VERBS):
                         expect = (("screen", s.dst),) + ((("shows", label),) if label in _shown(s.after) else ())
                         goal = f"{_cap(ev.label)}" if words[0] in _VERBS else f"Open {_cap(ev.label)}"
                         out.append(Proposal(goal, "open", expect, path, origin))
                         for idx, title in _rows(s.before, ev.index) if "@" in ev.signature and not \
                                 ev.signature.endswith("@") else ():
+                            if _is_value(normalise(title)):
+                                continue
                             out.append(Proposal(f"Open {title}", "open", (("screen", s.dst), ("shows", normalise(title))),
                                                 path[:-1] + (Tap(index=idx),), origin))
     return out
