@@ -18,6 +18,7 @@ from coadapt.adapt.advantages import TurnFacts, episode_advantages, step_advanta
 from coadapt.adapt.config import AdaptConfig  # noqa: E402
 from coadapt.adapt.gate import GateSettings, gate_attempt  # noqa: E402
 from coadapt.adapt.verifier import Verdict, goal_entities, observation_checks, read_vote  # noqa: E402
+from coadapt import adaptation  # noqa: E402
 from coadapt.adaptation import run_adapt_job  # noqa: E402
 from coadapt.android_env.errors import ConfigError  # noqa: E402
 from coadapt.android_env.sim import SimDevice  # noqa: E402
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 ADAPT_DIR = Path(__file__).parents[1] / "coadapt" / "adapt"
 TINY = AdaptConfig(rounds=1, instances_per_template=1, group_size=2, horizon=(3,), eval_instances=1, epochs=1,
-                   batch_size=8, max_minutes=5)
+                   batch_size=8, max_minutes=5, explore_steps=40, explore_runs=1, proposals=3)
 
 
 def test_adapt_code_names_no_app_package_or_template():
@@ -143,7 +144,17 @@ def adapted(tmp_path_factory, one_thread):
                 mock.patch.object(SimDevice, "read_app_state", _raise):
             return real(*args, **kwargs)
 
-    with mock.patch.object(adapt_loop, "adapt", firewalled):
+    real_explore = adaptation.explore_for_adapt
+
+    def firewalled_explore(*args, **kwargs):
+        with mock.patch.object(TaskTemplate, "is_successful", _raise), \
+                mock.patch.object(TaskTemplate, "evaluate", _raise), \
+                mock.patch.object(TaskTemplate, "solve", _raise), \
+                mock.patch.object(SimDevice, "read_app_state", _raise):
+            return real_explore(*args, **kwargs)
+
+    with mock.patch.object(adapt_loop, "adapt", firewalled), \
+            mock.patch.object(adaptation, "explore_for_adapt", firewalled_explore):
         report = run_adapt_job("com.example.todo", CoadaptConfig(adapt=TINY), out)
     return out, report
 
@@ -165,6 +176,12 @@ def test_adapt_runs_behind_the_firewall_and_reports(adapted):
     assert {e.gate for e in adapt_eps} <= {"accepted_positive", "accepted_negative", "dropped_uncertain",
                                           "dropped_flat_group", "dropped_infra"}
     assert store.verdicts(adapt_eps[0].id)
+    # self-proposed tasks from the exploration joined the round, judged by their own expectation
+    assert report["explore"]["proposals"] == report["rounds"][0]["proposed_cards"] > 0
+    assert report["rounds"][0]["demo_samples"] > 0
+    assert any(e.key.startswith("proposed/") for e in adapt_eps)
+    assert (out / "explore" / "utg.json").is_file() and (out / "explore" / "proposals.json").is_file()
+    assert 0.0 <= report["rounds"][0]["wandering_rate"] <= 1.0
     # eval instances are disjoint from the adapt ones
     eval_seeds = {e.seed for e in store.episodes(phase="eval_base")}
     assert eval_seeds and eval_seeds.isdisjoint({e.seed for e in adapt_eps})
@@ -201,8 +218,10 @@ def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
     kept = {(e.key, e.attempt): e.id for e in store.episodes(phase="adapt", round=1) if e.status == "finished"}
     assert kept and store.last_finished_round("adapt") == 0
     store.close()
+    proposals = (out / "explore" / "proposals.json").read_text()
     report = run_adapt_job("com.example.todo", cfg, out, report=False)
     assert [r["round"] for r in report["rounds"]] == [0, 1]
+    assert (out / "explore" / "proposals.json").read_text() == proposals  # the exploration was not redone
     store = RunStore.open_readonly(out)
     again = {(e.key, e.attempt): e.id for e in store.episodes(phase="adapt", round=1) if e.status == "finished"}
     assert all(again[k] == v for k, v in kept.items())  # nothing finished was redone

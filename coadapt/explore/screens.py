@@ -8,7 +8,8 @@ class, resource id; not texts, and not icon descriptions, which flip with state:
 they are scrolled or how many rows they hold does not make another screen. Other scroll
 containers (a ScrollView holding a form or a settings page) contribute the set of resource ids
 inside them, which tells one form from another without counting scroll offset. The status bar,
-the navigation bar and the keyboard are not part of any screen.
+the navigation bar, the keyboard and windows with nothing to act on (toasts) are not part of
+any screen.
 """
 
 from __future__ import annotations
@@ -54,6 +55,20 @@ def _scroll_ancestor(tree: UiTree, e: UiElement) -> UiElement | None:
             found = a
         p = a.parent
     return found
+
+
+def _transient_windows(tree: UiTree) -> set[int]:
+    """Windows with nothing to act on (toasts, plain snackbars): they come and go by themselves
+    and make no screen of their own."""
+    active: set[int] = set()
+    present: set[int] = set()
+    for e in tree.elements:
+        if not e.visible or _is_system(e):
+            continue
+        present.add(e.window)
+        if e.clickable or e.long_clickable or e.editable or e.checkable or e.scrollable:
+            active.add(e.window)
+    return present - active
 
 
 def _repeated_siblings(tree: UiTree) -> set[int]:
@@ -110,6 +125,7 @@ def screen_facts(tree: UiTree) -> ScreenFacts:
     actionables: set[str] = set()
     packages: dict[str, int] = {}
     repeated = _repeated_siblings(tree)
+    transient = _transient_windows(tree)
     for e in tree.elements:
         if not e.visible or _is_system(e):
             continue
@@ -121,7 +137,7 @@ def screen_facts(tree: UiTree) -> ScreenFacts:
             states.append(f"{normalise(e.label)}={int(e.checked)}")
         outer = _scroll_ancestor(tree, e)
         if outer is None:
-            if e.index in repeated:
+            if e.index in repeated or e.window in transient:
                 continue
             chrome.append(f"{e.window}:{e.depth}:{e.short_class}:{_rid(e)}")
             if e.scrollable or _is_list(e):
