@@ -21,6 +21,7 @@ from coadapt.android_env.errors import ConfigError
 from coadapt.apps import app_class, label_map
 from coadapt.config import CoadaptConfig, to_dict
 from coadapt.evaluation import GroundTruth, build_report
+from coadapt.explore.curiosity import episode_fields
 from coadapt.rollout import RolloutRunner, TaskCard
 from coadapt.runs import RunStore, RunStoreError
 from coadapt.tasks.base import TaskTemplate
@@ -125,12 +126,14 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
         from coadapt.adapt.loop import greedy
 
         say("eval", {"phase": phase, "total": len(eval_cards)})
-        runner = RolloutRunner(pool, agents, store, scorer=GroundTruth(eval_tasks), settings=settings)
+        runner = RolloutRunner(pool, agents, store, scorer=GroundTruth(eval_tasks), settings=settings,
+                               annotate=episode_fields)
         with greedy(agents):
             res = runner.run(eval_cards, k=1, phase=phase, keep=False)
         rep = build_report(store, [c.key for c in eval_cards], agents.name, k=1, phase=phase, lost=res.lost)
         return {k: rep[k] for k in ("success_rate", "n_episodes", "per_task", "mean_steps", "env_steps",
-                                    "invalid_action_rate", "declared", "infra_errors")}
+                                    "invalid_action_rate", "declared", "infra_errors", "wandering_rate",
+                                    "information_rate") if k in rep}
 
     # ------------------------------------------------------------------ before (ground truth, no adapter yet)
     if report and base:

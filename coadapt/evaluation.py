@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 from coadapt.android_env.device import Device
 from coadapt.android_env.errors import ConfigError
 from coadapt.android_env.pool import DevicePool
+from coadapt.explore.curiosity import episode_fields
 from coadapt.policy.base import Policy
 from coadapt.rollout import RolloutRunner, RolloutSettings, TaskCard, Trajectory
 from coadapt.rollout.runner import ProgressFn
@@ -63,7 +64,8 @@ def evaluate_cards(cards: Sequence[TaskCard], templates: Mapping[str, TaskTempla
                    progress: ProgressFn | None = None, adapter: str | None = None) -> dict[str, Any]:
     """Play every (card, attempt) of (phase, round) not yet finished in `store`, score each by
     ground truth, and return the report over all of them (earlier runs' episodes too)."""
-    runner = RolloutRunner(devices, policy, store, scorer=GroundTruth(templates), settings=settings, adapter=adapter)
+    runner = RolloutRunner(devices, policy, store, scorer=GroundTruth(templates), settings=settings, adapter=adapter,
+                           annotate=episode_fields)
     result = runner.run(cards, k=k, round=round, phase=phase, progress=progress, keep=False)
     report = build_report(store, [c.key for c in cards], policy.name, k=k, phase=phase, round=round, lost=result.lost)
     report["device_recoveries"] = runner.pool.recoveries
@@ -123,6 +125,10 @@ def build_report(store: RunStore, keys: Sequence[str], policy: str, *, k: int, p
         "infra_errors": len(infra),
         "lost_instances": sorted(set(lost)),
     }
+    rated = [r for r in scored if r.wandering is not None]
+    if rated:
+        report["wandering_rate"] = sum(r.wandering for r in rated) / len(rated)
+        report["information_rate"] = sum(r.informative or 0.0 for r in rated) / len(rated)
     report["declared"] = {str(k_) if k_ else "step_limit": v for k_, v in report["declared"].items()}
     if k > 1:
         report["pass_at_k"] = (sum(1 for v in by_key.values() if max(v) >= 1.0) / len(by_key)) if by_key else 0.0

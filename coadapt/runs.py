@@ -52,7 +52,7 @@ from coadapt.android_env.errors import CoadaptError, UiTreeError
 from coadapt.android_env.observation import Observation
 from coadapt.android_env.uitree import UiElement, parse_xml
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema this code writes; folders with a lower version are migrated when opened for writing."""
 
 GATES = ("accepted_positive", "accepted_negative", "dropped_uncertain", "dropped_infra", "dropped_flat_group")
@@ -119,6 +119,10 @@ SCHEMA_V1 = (
 
 # MIGRATIONS[v] takes a version v-1 database to version v; run in one transaction.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
+    3: (
+        "ALTER TABLE episodes ADD COLUMN wandering REAL",        # share of steps that revealed nothing and changed nothing
+        "ALTER TABLE episodes ADD COLUMN informative REAL",      # share of steps whose findings a later step used
+    ),
     2: (
         "ALTER TABLE episodes ADD COLUMN adapter TEXT",          # adapter path/tag the policy used
         "ALTER TABLE episodes ADD COLUMN source TEXT",           # task card origin: suite | relabel | proposed | ...
@@ -160,7 +164,7 @@ _STEP_COLUMNS = ("episode_id", "step", "action", "action_text", "raw_output", "e
                  "screen_size", "token_ids", "logprobs", "advantage", "gate")
 _STEP_WRITTEN = _STEP_COLUMNS[:-2]  # by add_step; advantage and gate come later (set_step_advantages)
 _STEP_JSON = ("action", "element", "history", "screen_size", "token_ids", "logprobs")
-_EPISODE_EXTRA = ("adapter", "source", "gate", "advantage", "verifier_detail")
+_EPISODE_EXTRA = ("adapter", "source", "gate", "advantage", "verifier_detail", "wandering", "informative")
 _ROUND_STATUS = ("running", "finished", "rolled_back")
 
 
@@ -232,6 +236,10 @@ class EpisodeRow:
     advantage: float | None = None
     verifier_detail: Any = None
     """The verifier's detail, decoded from JSON."""
+    wandering: float | None = None
+    """Share of the episode's steps that revealed nothing new and made no progress (curiosity)."""
+    informative: float | None = None
+    """Share of the episode's steps whose findings a later step used (curiosity)."""
 
 
 @dataclass(frozen=True)

@@ -270,7 +270,8 @@ def test_v1_folder_is_migrated_in_place_and_resumes(v1):
     before = _columns(v1 / "run.db")
     assert "adapter" not in before["episodes"] and "rounds" not in before  # really a version-1 folder
     with RunStore(v1) as store:
-        assert store.get_meta("schema_version") == 2 and store.schema_version == 2
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == store.schema_version == 3
+        assert store.episodes()[0].wandering is None  # a column of version 3, empty for old episodes
         assert store.get_meta("eval")["suite"] == "small"
         assert store.discard_unfinished("eval") == 1
         assert store.finished_keys("eval") == {("NotesAddNote#0", 0): 1, ("NotesAddNote#1", 0): 2}
@@ -287,33 +288,33 @@ def test_v1_folder_is_migrated_in_place_and_resumes(v1):
     fresh.close()
     migrated, created = _columns(v1 / "run.db"), _columns(v1.parent / "fresh" / "run.db")
     assert migrated == created  # a migrated folder is laid out exactly like a new one
-    with RunStore(v1) as again:  # already at version 2: opens without migrating
+    with RunStore(v1) as again:  # already at the current version: opens without migrating
         assert list(again.metrics("loss")) == [("loss", 0, 1.5), ("loss", 1, 1.25)]
 
 
 def test_failed_migration_leaves_the_folder_at_version_1(v1, monkeypatch):
     bad = (*runs.MIGRATIONS[2], "ALTER TABLE nowhere ADD COLUMN x TEXT")
     monkeypatch.setitem(runs.MIGRATIONS, 2, bad)
-    with pytest.raises(RunStoreError, match="cannot migrate .* from version 1 to 2"):
+    with pytest.raises(RunStoreError, match="cannot migrate .* from version 1 to 3"):
         RunStore(v1)
     assert "adapter" not in _columns(v1 / "run.db")["episodes"]
     monkeypatch.undo()
     with RunStore(v1) as store:  # the lock was released; a good migration now succeeds
-        assert store.schema_version == 2
+        assert store.schema_version == SCHEMA_VERSION
 
 
 def test_newer_schema_is_refused(tmp_path):
     RunStore(tmp_path / "run").close()
     con = sqlite3.connect(tmp_path / "run" / "run.db")
-    con.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+    con.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
     con.commit()
     con.close()
-    with pytest.raises(RunStoreError, match="version 3, newer than"):
+    with pytest.raises(RunStoreError, match="version 4, newer than"):
         RunStore(tmp_path / "run")
     with pytest.raises(RunStoreError, match="upgrade coadapt"):
         RunStore.open_readonly(tmp_path / "run")
     con = sqlite3.connect(tmp_path / "run" / "run.db")
-    con.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    con.execute(f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version'")
     con.commit()
     con.close()
     RunStore(tmp_path / "run").close()

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Sequence
 from coadapt.android_env.env import AndroidEnv
 from coadapt.android_env.pool import DevicePool
 from coadapt.apps import label_map
-from coadapt.explore.curiosity import CuriosityWeights, VisitCounts, analyse
+from coadapt.explore.curiosity import CuriosityWeights, VisitCounts, analyse, episode_fields
 from coadapt.explore.propose import Proposal, demo_actions, proposal_reward
 from coadapt.policy.parser import format_action
 from coadapt.policy.agent import VLMAgentPolicy
@@ -117,7 +117,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
     policy = agents.policy
     trainer = LoraTrainer(policy, cfg)
     guarded = dataclasses.replace(settings, guard=True, run_seed=cfg.seed)
-    runner = RolloutRunner(pool, agents, store, settings=guarded, adapter="adapter")
+    runner = RolloutRunner(pool, agents, store, settings=guarded, adapter="adapter", annotate=episode_fields)
     gate_cfg = GateSettings(cfg.gate, cfg.positive_threshold, cfg.negative_threshold)
     adapter_dir = out_dir / "adapter"
     started = time.monotonic()

@@ -95,6 +95,13 @@ class EpisodeCuriosity:
         return self.rate(INFORMATIVE)
 
 
+def episode_fields(traj: Trajectory) -> dict[str, float]:
+    """The run store's curiosity columns of a finished episode (a RolloutRunner `annotate` hook)."""
+    cur = analyse(traj)
+    return {"curiosity": round(sum(cur.rewards), 4), "wandering": round(cur.wandering_rate, 4),
+            "informative": round(cur.information_rate, 4)}
+
+
 def _target_label(step) -> str:
     el = step.info.element
     if el is not None and el.label:

@@ -74,7 +74,8 @@ class RolloutRunner:
 
     def __init__(self, pool: DevicePool | Sequence[Device], policy: Policy, store: RunStore, *,
                  scorer: Scorer | None = None, settings: RolloutSettings = RolloutSettings(),
-                 app_names: Mapping[str, str] | None = None, adapter: str | None = None):
+                 app_names: Mapping[str, str] | None = None, adapter: str | None = None,
+                 annotate: Callable[[Trajectory], dict[str, float]] | None = None):
         self.pool = pool if isinstance(pool, DevicePool) else DevicePool.of(pool)
         self.policy = policy
         self.store = store
@@ -87,6 +88,9 @@ class RolloutRunner:
         self.app_names = dict(app_names)
         self.adapter = adapter
         """Tag of the adapter the policy carries (stored with each episode)."""
+        self.annotate = annotate
+        """Per finished episode, extra episode columns to store (e.g. curiosity's wandering and
+        informative rates); computed from what the agent saw, never from app state."""
 
     def run(self, cards: Sequence[TaskCard], *, k: int = 1, round: int | None = None, phase: str = "eval",
             progress: ProgressFn | None = None, keep: bool = True) -> RolloutResult:
@@ -191,8 +195,9 @@ class RolloutRunner:
             store.finish_episode(episode_id, status="infra_error", steps=len(traj.steps),
                                  invalid_steps=traj.n_invalid, error=traj.error)
         else:
+            extra = self.annotate(traj) if self.annotate is not None and traj.steps else {}
             store.finish_episode(episode_id, status="finished", steps=len(traj.steps), invalid_steps=traj.n_invalid,
-                                 declared=traj.declared, answer=traj.answer, success=traj.score)
+                                 declared=traj.declared, answer=traj.answer, success=traj.score, **extra)
         return traj
 
 
