@@ -40,6 +40,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no_curiosity": {"curiosity": False},
     "no_proposals": {"proposals": 0},
     "memory": {"memory": True},
+    "memory_only": {"memory": True, "update": False},
 }
 """Variants run by --ablations: each changes one AdaptConfig field of the default."""
 
@@ -238,6 +239,7 @@ def run_ablations(app: str, cfg: CoadaptConfig, out: Path, progress: ProgressFn 
         rep = run_adapt_job(app, variant, out / "ablations" / name, base=False)
         rows[name] = {"change": change, "adapted": rep["adapted"]["success_rate"], "env_steps": rep["env_steps"],
                       "rounds": len(rep["rounds"]), "wandering_rate": rep["rounds"][-1]["wandering_rate"],
+                      "eval_wandering_rate": rep["adapted"].get("wandering_rate"),
                       "verifier_precision": rep["verifier"]["precision"]}
         if progress:
             progress("ablation", {"name": name, **rows[name]})

@@ -82,6 +82,9 @@ class AdaptConfig:
     """Add the curiosity terms (novelty, information gain, hindsight) to accepted attempts' turns."""
     curiosity_weight: float = 0.5
     """Weight of a turn's curiosity reward next to its advantage."""
+    update: bool = True
+    """Update the adapter each round; False keeps rollouts, verdicts and memory but never changes
+    a weight (memory-only adaptation, an ablation)."""
     memory: bool = False
     """Show the exploration memory in the policy's prompt. Off by default: the bundled model was not
     pretrained to read it (see docs/explore.md)."""

@@ -79,6 +79,17 @@ def train_samples(traj: Trajectory, advantages: Sequence[float], *, imitate: boo
                         s.decision.logprobs, adv, imitate=imitate) for s, adv in zip(traj.steps, advantages)]
 
 
+MEMORY_FILE = "exploration_memory.json"
+"""Beside an adapter: the exploration memory its app's prompts showed ({"app": ..., "memory": ...})."""
+
+
+def save_adapter(policy, folder: Path, app: str, memory: str) -> None:
+    """The adapter (a plain peft folder) and, when the prompts showed one, the memory beside it."""
+    policy.save_adapter(folder)
+    if memory:
+        (folder / MEMORY_FILE).write_text(json.dumps({"app": app, "memory": memory}, ensure_ascii=False))
+
+
 def demo_samples(agents: VLMAgentPolicy, pool: DevicePool, proposals: Sequence[Proposal], cards: Sequence[TaskCard],
                  settings: RolloutSettings, memory: str = "", app_names: dict[str, str] | None = None
                  ) -> list[TrainSample]:
@@ -221,7 +232,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
 
         # ------------------------------------------------------------------ update
         snapshot = policy.adapter_state()
-        metrics = trainer.update(samples, seed=cfg.seed * 1000 + r)
+        metrics = trainer.update(samples, seed=cfg.seed * 1000 + r) if cfg.update else {"samples": len(samples)}
 
         # ------------------------------------------------------------------ keep or roll back
         score = check(r + 1)
@@ -231,7 +242,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         else:
             policy.load_adapter_state(snapshot)
             log.info("round %d made the self-check worse (%.3f < %.3f): rolled back", r, score, best)
-        policy.save_adapter(adapter_dir)
+        save_adapter(policy, adapter_dir, train_cards[0].app if train_cards else "", memory)
         summary = {
             "round": r, "horizon": max(c.max_steps for c in cards),
             "episodes": len(trajs), "infra_errors": res.infra_errors,
@@ -262,6 +273,6 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             log.info("stopping after round %d: the %.1f-minute budget would run out", r, cfg.max_minutes)
             break
     if not (adapter_dir / "adapter_config.json").is_file():
-        policy.save_adapter(adapter_dir)
+        save_adapter(policy, adapter_dir, train_cards[0].app if train_cards else "", memory)
     return {"rounds": history, "best_check": best, "adapter": str(adapter_dir),
             "wall_clock_s": round(time.monotonic() - started, 1)}
