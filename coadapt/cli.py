@@ -320,6 +320,8 @@ def explore(
     package = app_class(app_name).package
     cfg = load_config(config, {"model.model": model, "devices.devices": devices})
     folder = out or Path("runs") / f"explore-{package.split('.')[-1]}-{_time.strftime('%Y%m%d-%H%M%S')}"
+    if folder.exists() and not folder.is_dir():
+        raise typer.BadParameter(f"{folder} exists and is not a folder", param_hint="--out")
     agents = build_policy(cfg.model) if policy == "model" else None
     pool = build_pool(cfg.devices)
     card = explore_card(package, seed)

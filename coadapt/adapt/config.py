@@ -26,7 +26,10 @@ class AdaptConfig:
     """Step limit per round (ScalingInter): round r uses horizon[min(r, len-1)], capped by the task's
     own limit; 0 means the task's own limit."""
     holdout: float = 0.25
-    """Share of adapt cards kept out of training and used (greedy, verifier only) to keep or roll back."""
+    """Share of the self-proposed tasks held out of training for the keep-or-roll-back check."""
+    rollback_margin: float = 0.05
+    """A round is rolled back only when the self-check falls more than this below its best (the
+    check is noisy: a handful of greedy attempts)."""
     objective: Literal["grpo", "rloo", "reinforce_pp", "sft"] = "grpo"
     """Advantage estimator: GRPO (group-normalised), RLOO (leave-one-out), REINFORCE++ (batch-normalised),
     or sft (filtered self-imitation on accepted positives only)."""

@@ -134,11 +134,16 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
     started = time.monotonic()
     memory = agents.memory.get(train_cards[0].app, "") if train_cards else ""
     horizon_cap = max((c.max_steps for c in train_cards), default=10)
-    proposed = [p.card(proposal_base, i, min(horizon_cap, max(8, 2 * len(p.actions) + 2)))
-                for i, p in enumerate(proposals)] if proposal_base is not None else []
-    expectations = {c.key: p.expect for c, p in zip(proposed, proposals)}
-    demos = demo_samples(agents, pool, proposals, proposed, settings, memory) \
-        if proposed and cfg.proposal_demos else []
+    every = round(1 / cfg.holdout) if cfg.holdout > 0 else 0
+    all_proposed = [p.card(proposal_base, i, min(horizon_cap, max(8, 2 * len(p.actions) + 2)))
+                    for i, p in enumerate(proposals)] if proposal_base is not None else []
+    expectations = {c.key: p.expect for c, p in zip(all_proposed, proposals)}
+    # every `every`-th proposal is held out: the keep-or-roll-back check scores it judge-free
+    held = {i for i in range(len(all_proposed)) if every and i % every == every - 1}
+    proposed = [c for i, c in enumerate(all_proposed) if i not in held]
+    check_proposed = [c for i, c in enumerate(all_proposed) if i in held]
+    demos = demo_samples(agents, pool, [p for i, p in enumerate(proposals) if i not in held], proposed, settings,
+                         memory) if proposed and cfg.proposal_demos else []
     visits = VisitCounts()
     weights = CuriosityWeights()
 
@@ -151,13 +156,15 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         return verifier(t)
 
     def check(round: int) -> float:
-        """Self-verified success of the current policy on the held-out adapt cards (greedy)."""
-        if not check_cards:
+        """Self-verified success of the current policy on the held-out adapt cards and held-out
+        proposals (greedy; the verifier, or a proposal's own expectation)."""
+        cards = [*check_cards, *check_proposed]
+        if not cards:
             return 0.0
         with greedy(agents):
-            res = runner.run(check_cards, k=1, round=round, phase=CHECK)
-        trajs = collect(store, res.trajectories, res.episode_ids, check_cards, 1)
-        ps = [verifier(t).p or 0.0 for t in trajs]
+            res = runner.run(cards, k=1, round=round, phase=CHECK)
+        trajs = collect(store, res.trajectories, res.episode_ids, cards, 1)
+        ps = [judge(t).p or 0.0 for t in trajs]
         return sum(ps) / len(ps) if ps else 0.0
 
     # ------------------------------------------------------------------ resume
@@ -236,12 +243,13 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
 
         # ------------------------------------------------------------------ keep or roll back
         score = check(r + 1)
-        kept = score >= best
+        kept = score >= best - cfg.rollback_margin
         if kept:
-            best = score
+            best = max(best, score)
         else:
             policy.load_adapter_state(snapshot)
-            log.info("round %d made the self-check worse (%.3f < %.3f): rolled back", r, score, best)
+            log.info("round %d made the self-check worse (%.3f < %.3f - %.2f): rolled back", r, score, best,
+                     cfg.rollback_margin)
         save_adapter(policy, adapter_dir, train_cards[0].app if train_cards else "", memory)
         summary = {
             "round": r, "horizon": max(c.max_steps for c in cards),
@@ -253,7 +261,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             "mean_progress": sum(v.progress for v in verdicts) / max(1, len(verdicts)),
             "wandering_rate": sum(wandering) / max(1, len(wandering)),
             "information_rate": sum(informative) / max(1, len(informative)),
-            "proposed_cards": len(proposed), "demo_samples": len(demos),
+            "proposed_cards": len(proposed), "check_proposals": len(check_proposed), "demo_samples": len(demos),
             "proposed_solved": sum(1 for t, v in zip(trajs, verdicts) if t.card.key in expectations and (v.p or 0) >= 1)
             / max(1, sum(1 for t in trajs if t.card.key in expectations)),
             "env_steps": sum(len(t.steps) for t in trajs), "check": score, "best_check": best, "kept": kept,

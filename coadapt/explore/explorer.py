@@ -31,7 +31,7 @@ from coadapt.policy.base import Policy
 from coadapt.rollout.cards import TaskCard, episode_seed
 
 from .graph import TransitionGraph
-from .screens import ScreenFacts, normalise, screen_facts
+from .screens import ScreenFacts, hidden, normalise, screen_facts, stable_name
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +84,11 @@ class Event:
 
 
 def _clickable_owner(tree: UiTree, e: UiElement) -> UiElement | None:
-    """The element a tap on `e` reaches: itself when clickable, else its nearest clickable ancestor."""
+    """The element a tap or long press on `e` reaches: itself when it takes either, else its
+    nearest ancestor that does."""
     node: UiElement | None = e
     while node is not None:
-        if node.clickable or node.checkable:
+        if node.clickable or node.checkable or node.long_clickable:
             return node
         node = tree.elements[node.parent] if node.parent is not None else None
     return None
@@ -119,7 +120,10 @@ def screen_events(obs: Observation, rng: random.Random) -> list[Event]:
     """Every event of a screen, one per distinct target (a list's rows count once per kind)."""
     tree = obs.tree
     out: dict[str, Event] = {}
+    covered = hidden(tree)
     for i, e in enumerate(obs.elements):
+        if e.index in covered:
+            continue  # under a menu, a drawer or a dialog: a tap would only close it
         if e.editable:
             sig = f"type:{_rid(e)}:{normalise(e.hint or e.content_desc)}"
             out.setdefault(sig, Event("type", sig, e.hint or e.content_desc or _rid(e), i, sample_text(e, rng)))
@@ -127,9 +131,10 @@ def screen_events(obs: Observation, rng: random.Random) -> list[Event]:
         owner = _clickable_owner(tree, e)
         if owner is not None:
             row = _list_ancestor(tree, owner)
-            name = "" if row is not None else normalise(owner.label or e.label)
+            name = "" if row is not None else normalise(stable_name(tree, owner) or e.label)
             sig = f"tap:{owner.short_class}:{_rid(owner)}:{name}@{_rid(row) if row else ''}"
-            out.setdefault(sig, Event("tap", sig, e.label or owner.label or owner.short_class, i))
+            if owner.clickable or owner.checkable:
+                out.setdefault(sig, Event("tap", sig, e.label or owner.label or owner.short_class, i))
             if owner.long_clickable:
                 lsig = "long_" + sig
                 out.setdefault(lsig, Event("long_press", lsig, e.label or owner.short_class, i))
@@ -185,9 +190,11 @@ class Exploration:
     steps: list[ExploreStep] = field(default_factory=list)
     card: TaskCard | None = None
     strategy: str = "greedy"
+    restarts: int = 0
+    """App restarts (fresh resets); each counted as one of the exploration's actions."""
 
     def coverage(self) -> dict[str, float]:
-        return self.graph.coverage()
+        return {**self.graph.coverage(), "restarts": self.restarts}
 
     def segment_actions(self, segment: int, upto: int | None = None) -> list[Action]:
         """The actions of one segment from its reset, through step `upto` (its last by default)."""
@@ -216,6 +223,7 @@ class Explorer:
         self._typed: set[tuple[str, str]] = set()
         """(screen, field) typed into in the current segment."""
         self._submitted: set[str] = set()
+        self._restarted_at = 0
         """Submit events taken after filling a form (each once per segment)."""
 
     # ------------------------------------------------------------------ helpers
@@ -305,8 +313,11 @@ class Explorer:
         agent = self.policy.start(self.card, episode_seed(self.seed, self.card.key, 0, None)) if self.policy else None
         out_of_app = 0
         for step in range(1, steps + 1):
-            if out_of_app >= 2 or (self.strategy != "random" and self._stuck(result)):
+            limit = 2 if self.strategy == "random" else 1
+            if out_of_app >= limit or (self.strategy != "random" and self._stuck(result)):
                 segment += 1
+                result.restarts += 1
+                self._restarted_at = step
                 self._typed.clear()
                 self._submitted.clear()
                 obs = self.env.reset(self.card, seed=self.card.device_seed)
@@ -349,6 +360,8 @@ class Explorer:
     def _stuck(self, result: Exploration) -> bool:
         """The last 6 actions changed nothing new (same few screens, no new label)."""
         recent = result.steps[-6:]
+        if result.steps and result.steps[-1].step <= self._restarted_at + 6:
+            return False  # six actions since the last restart, at least
         return len(recent) == 6 and not any(s.revealed or s.new_screen for s in recent) and \
             len({s.dst for s in recent}) <= 2 and all(s.segment == recent[-1].segment for s in recent) and \
             not any(self._untried.get(s.dst) for s in recent)

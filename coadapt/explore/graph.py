@@ -46,6 +46,8 @@ class Edge:
     """The screen (fine key) changed."""
     count: int = 1
     steps: list[int] = field(default_factory=list)
+    dsts: dict[str, int] = field(default_factory=dict)
+    """Every destination this event led to, with how often (an event may lead to several)."""
 
 
 class TransitionGraph:
@@ -73,12 +75,13 @@ class TransitionGraph:
                  step: int) -> Edge:
         edge = self.edges.get((src, event))
         if edge is None:
-            edge = Edge(src, event, action, label, dst, effective, steps=[step])
+            edge = Edge(src, event, action, label, dst, effective, steps=[step], dsts={dst: 1})
             self.edges[(src, event)] = edge
         else:
             edge.count += 1
             edge.dst, edge.effective = dst, edge.effective or effective
             edge.steps.append(step)
+            edge.dsts[dst] = edge.dsts.get(dst, 0) + 1
         return edge
 
     def tried(self, src: str, event: str) -> bool:
@@ -115,7 +118,9 @@ class TransitionGraph:
                 "effective_share": effective / taken if taken else 0.0}
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": UTG_VERSION, "app": self.app, "coverage": self.coverage(),
+        start = min(self.nodes.values(), key=lambda n: n.first_step).key if self.nodes else None
+        return {"version": UTG_VERSION, "app": self.app, "start": start, "num_nodes": len(self.nodes),
+                "num_edges": len(self.edges), "coverage": self.coverage(),
                 "nodes": [asdict(n) for n in self.nodes.values()],
                 "edges": [asdict(e) for e in self.edges.values()]}
 
@@ -125,7 +130,7 @@ class TransitionGraph:
     @classmethod
     def load(cls, path: Path) -> "TransitionGraph":
         data = json.loads(Path(path).read_text())
-        g = cls(data["app"])
+        g = cls(data["app"])  # start, num_nodes and num_edges are derived again
         for n in data["nodes"]:
             g.nodes[n["key"]] = Node(**n)
         for e in data["edges"]:

@@ -40,6 +40,9 @@ def explore_app(device: Device, card: TaskCard, *, app_names: dict[str, str] | N
     guarded device (app state cannot be read), and propose tasks from what was found."""
     say = progress or (lambda e, d: None)
     env = AndroidEnv(GuardedDevice(device), app_names)
+    if out_dir is not None and (out_dir / "screens").is_dir():
+        for old in (out_dir / "screens").glob("*.png"):  # a rerun into the same folder: no stale screens
+            old.unlink()
     found: dict[str, Proposal] = {}
     coverage = []
     first: Exploration | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Sequence
 
 MAX_ITEMS = 6
-_NOT_A_PLACE = ("back", "navigate", "close", "cancel", "save", "delete", "remove", "discard", "done", "ok")
+_NOT_A_PLACE = ("back", "navigate", "close", "cancel", "save", "delete", "remove", "discard", "done", "ok", "on", "off")
 
 
 def _name(actionable: str) -> str:
@@ -21,7 +21,7 @@ def memory_lines(steps: Sequence, app: str, limit: int = 12) -> list[str]:
     """One line per opener whose first use revealed new entries (`"More options" holds: "log
     expense", ...`), read off an exploration's steps; most revealing first, at most `limit`."""
     lines: list[tuple[int, str]] = []
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     for s in steps:
         ev = s.event
         if ev.kind != "tap" or not s.new_screen or not s.effective or s.dst_facts.package != app:
@@ -29,14 +29,20 @@ def memory_lines(steps: Sequence, app: str, limit: int = 12) -> list[str]:
         opener = ev.label
         if not opener or opener.lower().split()[0] in _NOT_A_PLACE or any(c.isdigit() for c in opener):
             continue
+        if "@" in ev.signature and not ev.signature.endswith("@"):
+            continue  # a list row: data, not a place
         before = {_name(a) for a in s.src_facts.actionables}
         new = sorted({n for n in (_name(a) for a in s.dst_facts.actionables) if n and n not in before and len(n) <= 30
-                      and not any(c.isdigit() or c == "$" for c in n)})
-        if not new or opener.lower() in seen:
+                      and not any(c.isdigit() or c == "$" for c in n) and n.split()[0] not in _NOT_A_PLACE})
+        where = (s.src, opener.lower())
+        if not new or where in seen:
             continue
-        seen.add(opener.lower())
+        seen.add(where)
         shown = ", ".join(f'"{lab}"' for lab in new[:MAX_ITEMS])
-        lines.append((len(new), f'"{opener}" holds: {shown}'))
+        line = f'"{opener}" holds: {shown}'
+        if any(line == known for _, known in lines):
+            continue
+        lines.append((len(new), line))
     lines.sort(key=lambda t: -t[0])
     return [line for _, line in lines[:limit]]
 

@@ -28,7 +28,7 @@ from coadapt.android_env.uitree import UiTree
 from coadapt.rollout.cards import TaskCard
 
 from .explorer import Exploration
-from .screens import normalise, screen_facts
+from .screens import normalise, screen_facts, stable_name
 
 log = logging.getLogger(__name__)
 
@@ -70,17 +70,23 @@ def _shown(tree: UiTree) -> set[str]:
             if e.visible and not e.editable and (e.text or e.content_desc)}
 
 
-def _check_states(tree: UiTree) -> dict[str, bool]:
-    out: dict[str, bool] = {}
+def _check_names(tree: UiTree) -> dict[str, tuple[str, bool]]:
+    """normalised name -> (name as shown, checked) of every visible switch, checkbox, chip."""
+    out: dict[str, tuple[str, bool]] = {}
     for e in tree.elements:
         if e.visible and e.checkable:
-            name = e.label
-            if not name and e.parent is not None:  # a bare switch: named by its row's text
-                row = tree.elements[e.parent]
-                name = next((d.text for d in tree.descendants(row) if d.text), "")
+            name = stable_name(tree, e)  # a switch reading ON/OFF is named by its row
             if name:
-                out[normalise(name)] = e.checked
+                out[normalise(name)] = (name, e.checked)
     return out
+
+
+def _check_states(tree: UiTree) -> dict[str, bool]:
+    return {k: on for k, (_, on) in _check_names(tree).items()}
+
+
+def _all_texts(tree: UiTree) -> set[str]:
+    return {normalise(e.text) for e in tree.elements if e.visible and e.text}
 
 
 def expectation_met(expect: Sequence[Expectation], tree: UiTree) -> bool:
@@ -90,6 +96,8 @@ def expectation_met(expect: Sequence[Expectation], tree: UiTree) -> bool:
     shown, states, key = _shown(tree), _check_states(tree), screen_facts(tree).key
     for kind, value in expect:
         if kind == "shows" and not any(value == s or value in s for s in shown):
+            return False
+        if kind == "text" and value not in _all_texts(tree):  # in a field too (an item opened for editing)
             return False
         if kind == "checked" and states.get(value) is not True:
             return False
@@ -126,13 +134,14 @@ def prune(env: AndroidEnv, card: TaskCard, actions: Sequence[Action], expect: Se
     if final is None or not expectation_met(expect, final.tree):
         return None
     kept = list(actions)
-    i = len(kept) - 2  # the last action is what achieved it
-    while i >= 0:
-        trial = kept[:i] + kept[i + 1:]
-        final = replay(env, card, trial)
-        if final is not None and expectation_met(expect, final.tree):
-            kept = trial
-        i -= 1
+    for width in (1, 2):  # single actions, then pairs (an open-then-close detour)
+        i = len(kept) - 1 - width  # the last action is what achieved it
+        while i >= 0:
+            trial = kept[:i] + kept[i + width:]
+            final = replay(env, card, trial)
+            if final is not None and expectation_met(expect, final.tree):
+                kept = trial
+            i -= 1
     return tuple(kept)
 
 
@@ -262,21 +271,28 @@ def candidates(ex: Exploration) -> list[Proposal]:
                     out.append(Proposal(goal, "create", tuple(("shows", normalise(t)) for _, t in hits), path, origin))
                     typed = []
             if ev.kind == "tap" and s.dst_facts.package == app:
-                after_states = _check_states(s.after)
-                for name, on in after_states.items():
-                    before = _check_states(s.before).get(name)
+                before_states = _check_states(s.before)
+                for name, (shown_as, on) in _check_names(s.after).items():
+                    before = before_states.get(name)
                     if before is not None and before != on and start_states.get(name, not on) != on:
                         verb = "Turn on" if on else "Turn off"
-                        out.append(Proposal(f"{verb} {_cap(name)}", "toggle",
+                        out.append(Proposal(f"{verb} {_cap(shown_as)}", "toggle",
                                             (("checked" if on else "unchecked", name),), path, origin))
                 if s.dst != s.src and ev.label and s.dst_facts.key != steps[0].src_facts.key:
                     label = normalise(ev.label)
                     words = label.split()
                     if label in _shown(s.before) and words and words[0] not in _NOT_A_PLACE and len(words) <= 6 \
                             and not _is_value(label) and not (len(words) == 1 and words[0] in _VERBS):
-                        expect = (("screen", s.dst),) + ((("shows", label),) if label in _shown(s.after) else ())
+                        named: tuple[Expectation, ...] = ()
+                        if label in _shown(s.after) and label not in _shown(steps[0].before):
+                            named = (("shows", label),)
+                        elif label in _all_texts(s.after) and label not in _all_texts(steps[0].before):
+                            named = (("text", label),)
+                        is_row = "@" in ev.signature and not ev.signature.endswith("@")
+                        if is_row and not named:
+                            continue  # an item's screen that does not name the item: any item would pass
                         goal = f"{_cap(ev.label)}" if words[0] in _VERBS else f"Open {_cap(ev.label)}"
-                        out.append(Proposal(goal, "open", expect, path, origin))
+                        out.append(Proposal(goal, "open", (("screen", s.dst),) + named, path, origin))
                         for idx, title in _rows(s.before, ev.index) if "@" in ev.signature and not \
                                 ev.signature.endswith("@") else ():
                             if _is_value(normalise(title)):

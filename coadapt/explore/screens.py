@@ -90,6 +90,62 @@ def _repeated_siblings(tree: UiTree) -> set[int]:
     return out
 
 
+_VALUE_CLASSES = ("SeekBar", "ProgressBar", "RatingBar", "NumberPicker")
+_SWITCH_TEXTS = ("", "on", "off")
+
+
+def stable_name(tree: UiTree, e: UiElement) -> str:
+    """A name that does not change with the element's value: a field by its hint or id, a seek
+    bar by its id, a switch reading ON/OFF by its row's text; otherwise its label."""
+    if e.editable:
+        return e.hint or e.content_desc or _rid(e)
+    if e.short_class in _VALUE_CLASSES:
+        return _rid(e) or e.short_class
+    if e.checkable and e.label.strip().lower() in _SWITCH_TEXTS:
+        if e.parent is not None:
+            row = tree.elements[e.parent]
+            named = next((d.text for d in tree.descendants(row) if d.text and d.index != e.index
+                          and d.text.strip().lower() not in _SWITCH_TEXTS), "")
+            if named:
+                return named
+        return e.content_desc or _rid(e)
+    return _name(tree, e)
+
+
+def hidden(tree: UiTree) -> set[int]:
+    """Elements a tap cannot reach: everything under a popup or dialog window (modal: a tap outside
+    it only closes it), and within a window whatever a later element drawn over it covers (a
+    drawer panel and its scrim; a later clickable element or a panel of a quarter of the screen
+    or more, not in the same line of descent)."""
+    items = [e for e in tree.elements if e.visible and not _is_system(e)]
+    screen = max(1, tree.screen_bounds.area)
+    covers = [e for e in items if e.bounds.area > 0 and (e.clickable or e.bounds.area * 4 >= screen)]
+    out: set[int] = set()
+
+    def related(a: UiElement, b: UiElement) -> bool:
+        for x, y in ((a, b), (b, a)):
+            p = y.parent
+            while p is not None:
+                if p == x.index:
+                    return True
+                p = tree.elements[p].parent
+        return False
+
+    top = max((e.window for e in items if e.clickable), default=0)
+    for e in items:
+        if not e.interactive and not e.label:
+            continue
+        cx, cy = e.bounds.center
+        if e.window < top:  # a popup or dialog window above is modal: a tap outside it only closes it
+            out.add(e.index)
+            continue
+        for c in covers:
+            if c.index > e.index and c.window == e.window and c.bounds.contains(cx, cy) and not related(c, e):
+                out.add(e.index)
+                break
+    return out
+
+
 def _name(tree: UiTree, e: UiElement) -> str:
     """An element's label, or the first label inside it (a clickable row named by its text)."""
     return e.label or next((d.label for d in tree.descendants(e) if d.label), "")
@@ -126,6 +182,7 @@ def screen_facts(tree: UiTree) -> ScreenFacts:
     packages: dict[str, int] = {}
     repeated = _repeated_siblings(tree)
     transient = _transient_windows(tree)
+    covered = hidden(tree)
     for e in tree.elements:
         if not e.visible or _is_system(e):
             continue
@@ -137,22 +194,23 @@ def screen_facts(tree: UiTree) -> ScreenFacts:
             states.append(f"{normalise(e.label)}={int(e.checked)}")
         outer = _scroll_ancestor(tree, e)
         if outer is None:
+            if e.interactive and e.index not in covered:
+                actionables.add(f"{e.short_class}:{_rid(e)}:{normalise(stable_name(tree, e))}")
             if e.index in repeated or e.window in transient:
                 continue
             chrome.append(f"{e.window}:{e.depth}:{e.short_class}:{_rid(e)}")
             if e.scrollable or _is_list(e):
                 scroll_ids.setdefault(e.index, set())
-            if e.interactive:
-                actionables.add(f"{e.short_class}:{_rid(e)}:{normalise(_name(tree, e))}")
         else:
             if not _is_list(outer) and _rid(e):
                 scroll_ids.setdefault(outer.index, set()).add(f"{e.short_class}:{_rid(e)}")
-            if e.interactive:
+            if e.interactive and e.index not in covered:
                 # a list row counts once per kind; a control in a scrolling page counts by its name
                 # (a short fixed list, such as a menu, keeps its entries' names)
-                name = "" if _is_list(outer) and outer.scrollable else normalise(_name(tree, e))
+                name = "" if _is_list(outer) and outer.scrollable else normalise(stable_name(tree, e))
                 actionables.add(f"{e.short_class}:{_rid(e)}:{name}@{_rid(outer)}")
-    parts = chrome + [f"scroll{i}:" + ",".join(sorted(ids)) for i, ids in sorted(scroll_ids.items())]
+    parts = chrome + sorted(f"scroll:{tree.elements[i].short_class}:{_rid(tree.elements[i])}:" + ",".join(sorted(ids))
+                            for i, ids in scroll_ids.items())
     key = _digest("|".join(parts))
     log.debug("screen key %s from %s", key, parts)
     fine = _digest(key + "|" + "|".join(sorted(labels)) + "|" + "|".join(sorted(states)))
