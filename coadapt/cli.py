@@ -342,9 +342,9 @@ def explore(
                                   "wall_clock_s": round(_time.monotonic() - t0, 1)})
     cov = result.coverage[0]
     table = Table(title=f"explore {package} ({policy}, {steps} actions)")
-    for col in ("unique screens", "unique elements", "effective actions", "proposals", "memory lines"):
+    for col in ("unique screens", "unique elements", "effective actions", "restarts", "proposals", "memory lines"):
         table.add_column(col, justify="right")
-    table.add_row(str(cov["screens"]), str(cov["elements"]), f"{cov['effective_share']:.0%}",
+    table.add_row(str(cov["screens"]), str(cov["elements"]), f"{cov['effective_share']:.0%}", str(cov["restarts"]),
                   str(len(result.proposals)), str(len(result.memory.splitlines())))
     console.print(table)
     for p in result.proposals[:10]:

@@ -42,7 +42,7 @@ TINY = AdaptConfig(rounds=1, instances_per_template=1, group_size=2, horizon=(3,
 def test_adapt_code_names_no_app_package_or_template():
     names = set(TEMPLATES) | set(ALL_APPS) | {cls.label for cls in ALL_APPS.values() if len(cls.label) > 3}
     pattern = re.compile(r"com\.example|\b(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b")
-    for path in ADAPT_DIR.glob("*.py"):
+    for path in [*ADAPT_DIR.glob("*.py"), *(ADAPT_DIR.parent / "explore").glob("*.py")]:
         text = path.read_text()
         hits = [m.group(0) for m in pattern.finditer(text)]
         assert not hits, f"{path.name} names {hits}"

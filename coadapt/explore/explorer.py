@@ -45,10 +45,10 @@ _OPENERS = ("more options", "navigation", "menu", "drawer", "tab", "add", "new",
 """Words of labels that usually open something (icons, tabs, menus): tried first."""
 _RISKY = ("delete", "remove", "discard", "clear", "reset", "sign out", "log out", "uninstall", "cancel", "close")
 """Words of labels that destroy data or leave: tried last."""
-_SUBMIT = ("save", "done", "ok", "add", "create", "submit", "confirm", "apply", "send", "log")
+_SUBMIT = ("save", "done", "ok", "add", "create", "submit", "confirm", "apply", "send")
 """Words of labels that submit a form: tried first once every field of the screen is filled."""
 _NUMERIC = ("amount", "price", "cost", "total", "quantity", "qty", "number", "minutes", "hours", "count", "age",
-            "servings", "budget", "year", "duration", "weight", "size", "$")
+            "year", "duration", "weight", "size", "$")
 _WORDS = ("Blue", "River", "Maple", "Quiet", "North", "Amber", "Cedar", "Lucky", "Silver", "Orchid")
 _NOUNS = ("notebook", "walk", "lunch", "plan", "trip", "gift", "review", "list", "call", "idea")
 
