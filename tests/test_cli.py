@@ -12,7 +12,7 @@ def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "coadapt.cli", *args], capture_output=True, text=True, cwd=cwd)
 
 
-COMMANDS = {"show": "--app", "tasks": "--group", "eval": "--suite", "adapt": "--ablations", "pretrain": "--steps",
+COMMANDS = {"show": "--app", "tasks": "--group", "eval": "--suite", "adapt": "--ablations", "explore": "--policy", "pretrain": "--steps",
             "verifier": "train", "emulator": "start"}
 
 

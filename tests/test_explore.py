@@ -205,3 +205,35 @@ def test_memory_names_what_a_menu_holds():
     ex = _explore(PKG, "greedy")
     lines = memory_lines(ex.steps, PKG)
     assert any(line.startswith('"More options" holds') and "log expense" in line for line in lines), lines
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+
+
+def _cli(*args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "coadapt.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_explore_command_writes_the_graph_proposals_and_report(tmp_path):
+    out = tmp_path / "ex"
+    r = _cli("explore", "--app", "to-do", "--steps", "60", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "screens" in r.stdout and "proposals" in r.stdout
+    utg = json.loads((out / "utg.json").read_text())
+    assert utg["num_nodes"] == len(utg["nodes"]) >= 3 and utg["start"] in {n["key"] for n in utg["nodes"]}
+    assert all((out / n["screenshot"]).is_file() for n in utg["nodes"])
+    report = json.loads((out / "report.json").read_text())
+    assert report["coverage"][0]["screens"] == utg["num_nodes"] and report["proposals"]
+    assert all(p["origin"] for p in report["proposals"])
+
+
+def test_explore_command_rejects_bad_input(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    for args, words in ((["--app", "com.example.nope"], "unknown app"), (["--app", "to-do", "--policy", "bogus"], "bogus"),
+                        (["--app", "to-do", "--out", str(tmp_path / "afile")], "not a folder")):
+        r = _cli("explore", *args)
+        assert r.returncode == 2 and words in (r.stdout + r.stderr).lower(), r.stdout + r.stderr
+        assert "Traceback" not in r.stderr

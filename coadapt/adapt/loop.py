@@ -9,15 +9,18 @@ import contextlib
 import dataclasses
 import json
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from coadapt.android_env.actions import Type
 from coadapt.android_env.env import AndroidEnv
 from coadapt.android_env.pool import DevicePool
 from coadapt.apps import label_map
 from coadapt.explore.curiosity import CuriosityWeights, VisitCounts, analyse, episode_fields
 from coadapt.explore.propose import Proposal, demo_actions, proposal_reward
+from coadapt.explore.screens import normalise
 from coadapt.policy.parser import format_action
 from coadapt.policy.agent import VLMAgentPolicy
 from coadapt.policy.prompt import PolicyInput
@@ -104,6 +107,8 @@ def demo_samples(agents: VLMAgentPolicy, pool: DevicePool, proposals: Sequence[P
             obs = env.reset(card, seed=card.device_seed)
             history: list[str] = []
             for action in demo_actions(p):
+                if isinstance(action, Type) and normalise(action.text) not in normalise(card.goal):
+                    break  # text the goal never names: the policy could not type it (nor should learn to)
                 target = format_action(action, obs, style)
                 out.append(TrainSample(PolicyInput(compact_obs(obs), card.goal, tuple(history), memory),
                                        tuple(policy.target_ids(target)), (), 0.0, imitate=True))
@@ -271,7 +276,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         store.finish_round(PHASE, r, status="finished" if kept else "rolled_back", adapter="adapter",
                            metrics=summary, kept=kept)
         for name in ("self_verified_success", "check", "train_loss", "train_kl", "mean_progress", "wandering_rate"):
-            if isinstance(summary.get(name), (int, float)):
+            if isinstance(summary.get(name), (int, float)) and math.isfinite(summary[name]):
                 store.log_metric(f"adapt/{name}", r, float(summary[name]))
         history.append(summary)
         say("round", summary)

@@ -95,10 +95,18 @@ class LoraTrainer:
         for row, s in enumerate(batch):
             m = mask[row].bool()
             new = logp[row][m]
+            finite = torch.isfinite(new)
+            if not bool(finite.all()):
+                # a token the constrained decoder could never emit (e.g. typed text found neither in
+                # the goal nor on the screen): it cannot be learnt, and would make the loss infinite
+                new = new[finite]
+                if new.numel() == 0:
+                    continue
             old = torch.tensor(s.behaviour[: len(new)], dtype=new.dtype)
-            if len(old) != len(new):  # no usable behaviour record: treat as on-policy
+            if len(old) != len(new) or not bool(finite.all()):  # no usable behaviour record: on-policy
                 old = new.detach()
-            ref = refs[row][: len(new)]
+            ref = refs[row][: len(finite)][finite] if not bool(finite.all()) else refs[row][: len(new)]
+            ref = torch.where(torch.isfinite(ref), ref, new.detach())
             ratio = torch.exp(new - old)
             a = torch.full_like(new, s.advantage)
             surrogate = torch.minimum(ratio * a, torch.clamp(ratio, 1 - cfg.clip, 1 + cfg.clip) * a)
@@ -108,6 +116,9 @@ class LoraTrainer:
             kl_terms.append((torch.exp(diff) - diff - 1).mean())  # k3 estimator of KL(new || ref)
             if s.imitate and cfg.self_imitation > 0:
                 sft_terms.append(-new.mean())
+        if not pg_terms:  # nothing learnable in this batch
+            zero = logp.sum() * 0.0
+            return zero, {"loss": 0.0, "pg": 0.0, "kl": 0.0, "sft": 0.0, "clipped": 0.0}
         pg = torch.stack(pg_terms).mean()
         kl = torch.stack(kl_terms).mean()
         sft = torch.stack(sft_terms).mean() if sft_terms else torch.zeros(())
