@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -285,3 +286,22 @@ def test_judge_fit_from_saved_rows(tmp_path):
 def test_shipped_root_config_holds_the_defaults():
     cfg = load_config(Path(__file__).parents[1] / "configs" / "coadapt.yaml")
     assert cfg == CoadaptConfig()
+
+
+def test_trainer_skips_tokens_the_constrained_decoder_cannot_emit(oracle_trajs, one_thread):
+    """A demonstration typing text that neither its goal nor its screen shows scores -inf under
+    the decoding constraints; the update must stay finite and still learn from the rest."""
+    from coadapt.adapt.trainer import LoraTrainer, TrainSample
+    from coadapt.policy.agent import BUNDLED_MODEL, load_policy
+    from coadapt.policy.prompt import PolicyInput
+
+    policy = load_policy(BUNDLED_MODEL).policy
+    obs = oracle_trajs[0].steps[0].obs
+    impossible = TrainSample(PolicyInput(obs, "Open the first note", ()),
+                             tuple(policy.target_ids('type "zqxv wrplk" into "Title"')), (), 0.0, imitate=True)
+    fine = TrainSample(PolicyInput(obs, "Open the first note", ()), tuple(policy.target_ids("back")), (), 0.0,
+                       imitate=True)
+    metrics = LoraTrainer(policy, AdaptConfig(epochs=1, batch_size=2)).update([impossible, fine])
+    assert metrics["optimizer_steps"] == 1
+    assert all(math.isfinite(metrics[k]) for k in ("loss", "kl", "sft")), metrics
+    assert all(torch.isfinite(p).all() for p in policy.model.parameters())
