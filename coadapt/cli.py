@@ -29,19 +29,33 @@ def _root(verbose: bool = typer.Option(False, "-v", "--verbose", help="Log debug
 
 @app.command()
 def show(
-    app_name: str = typer.Option(..., "--app", help="Package or launcher label of the app to open, e.g. com.example.notes."),
+    app_name: Optional[str] = typer.Option(None, "--app", help="Package or launcher label of the app to open, e.g. com.example.notes."),
+    task: Optional[str] = typer.Option(None, "--task", help="A task template (see `coadapt tasks`): install its initial state and print its goal, so the screen is the one an agent meets."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the screenshot here (PNG)."),
     xml: Optional[Path] = typer.Option(None, "--xml", help="Write the uiautomator dump here."),
-    seed: int = typer.Option(0, help="Seed of the simulated phone."),
+    seed: int = typer.Option(0, help="Seed of the simulated phone (and of the task instance with --task)."),
 ) -> None:
-    """Open an app on a simulated phone and print what the agent sees: the indexed elements."""
+    """Open an app (or a task's first screen) on a simulated phone and print what the agent sees."""
     from coadapt.android_env.observation import Observation
     from coadapt.android_env.sim import SimConfig, SimDevice
     from coadapt.apps import app_class, make_apps
 
-    cls = app_class(app_name)
+    if (app_name is None) == (task is None):
+        raise typer.BadParameter("give one of --app or --task", param_hint="--app/--task")
     device = SimDevice(make_apps(), SimConfig(seed=seed))
-    device.launch(cls.package)
+    if task is not None:
+        from coadapt.rollout import TaskCard
+        from coadapt.tasks.registry import get_template
+
+        instance = get_template(task).from_seed(seed)
+        card = TaskCard.from_template(instance, f"{task}#{seed}")
+        device.reset(seed=card.device_seed)
+        card.setup(device)
+        cls = app_class(card.app)
+        console.print(f"goal: {card.goal}   (max {card.max_steps} steps)")
+    else:
+        cls = app_class(app_name)
+        device.launch(cls.package)
     obs = Observation.build(device.screenshot(), device.ui_tree(), device.current_package(), 0)
     table = Table(title=f"{cls.label} ({cls.package}) — {obs.size[0]}x{obs.size[1]} px, {len(obs.tree)} nodes")
     table.add_column("#", justify="right")
@@ -398,6 +412,8 @@ def pretrain(
     lr: Optional[float] = typer.Option(None, help="Peak learning rate."),
     seed: Optional[int] = typer.Option(None, help="Seed of the batch order."),
     threads: Optional[int] = typer.Option(None, help="torch CPU threads."),
+    warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps", help="Steps of linear lr warm-up (default 200, or a tenth of --steps when that is fewer)."),
+    demos_per_task: Optional[int] = typer.Option(None, "--demos-per-task", min=1, help="Demonstration episodes per seen template (default 80); a few make a smoke run."),
     resume: bool = typer.Option(False, help="Continue the run whose state is in <out>.train/."),
     overwrite: bool = typer.Option(False, help="Replace an existing model in --out."),
 ) -> None:
@@ -417,6 +433,13 @@ def pretrain(
     overrides = {"out": out, "steps": steps, "minutes": minutes, "batch_size": batch_size, "lr": lr, "seed": seed,
                  "threads": threads}
     data.update({k: v for k, v in overrides.items() if v is not None})
+    if warmup_steps is not None:
+        data["warmup_steps"] = warmup_steps
+    elif "warmup_steps" not in data and steps is not None and steps <= PretrainConfig.warmup_steps:
+        data["warmup_steps"] = steps // 10  # a short smoke run: warm up over a tenth of it
+        console.print(f"warm-up: {data['warmup_steps']} steps (a tenth of --steps; set --warmup-steps to change)")
+    if demos_per_task is not None:
+        data["demos"] = {**(data.get("demos") or {}), "episodes_per_task": demos_per_task}
     if resume:
         data["resume"] = True
     if overwrite:

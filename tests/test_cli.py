@@ -66,3 +66,12 @@ def test_pretrain_bad_settings_are_clear_errors(tmp_path):
     cfg.write_text("stepz: 10\n")
     out = run("pretrain", "--config", str(cfg))
     assert out.returncode == 2 and "unknown key 'stepz'" in out.stdout
+
+
+def test_show_task_prints_the_goal_and_the_first_screen_an_agent_meets():
+    out = run("show", "--task", "ExpensesLogExpense", "--seed", "3")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.startswith("goal: Log a ") and "expense" in out.stdout
+    assert "No expenses yet" not in out.stdout and "More options" in out.stdout  # the task's data is installed
+    bad = run("show", "--task", "NoSuchTask")
+    assert bad.returncode == 2 and "unknown task" in bad.stdout
