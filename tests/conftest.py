@@ -19,6 +19,21 @@ def sim():
 
 
 @pytest.fixture
+def expenses_long_list():
+    """Expenses open on a list of 28 expenses (long enough to scroll)."""
+    import random
+
+    from coadapt.android_env.sim import SimDevice
+    from coadapt.apps import make_apps
+    from coadapt.apps.expenses import ExpensesApp, sample_expenses
+
+    d = SimDevice(make_apps([ExpensesApp.package]))
+    d.write_app_state(ExpensesApp.package, {"expenses": sample_expenses(random.Random(5), 28), "budget": 900.0})
+    d.launch(ExpensesApp.package)
+    return d
+
+
+@pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
 

@@ -136,26 +136,18 @@ def _raise(*a, **k):
 def adapted(tmp_path_factory, one_thread):
     """A 1-round adapt on Todo with every checker raising while the loop runs."""
     out = tmp_path_factory.mktemp("adapt") / "run"
-    real = adapt_loop.adapt
 
-    def firewalled(*args, **kwargs):
-        with mock.patch.object(TaskTemplate, "is_successful", _raise), \
-                mock.patch.object(TaskTemplate, "evaluate", _raise), \
-                mock.patch.object(TaskTemplate, "solve", _raise), \
-                mock.patch.object(SimDevice, "read_app_state", _raise):
-            return real(*args, **kwargs)
+    def firewalled(real):
+        def call(*args, **kwargs):
+            with mock.patch.object(TaskTemplate, "is_successful", _raise), \
+                    mock.patch.object(TaskTemplate, "evaluate", _raise), \
+                    mock.patch.object(TaskTemplate, "solve", _raise), \
+                    mock.patch.object(SimDevice, "read_app_state", _raise):
+                return real(*args, **kwargs)
+        return call
 
-    real_explore = adaptation.explore_for_adapt
-
-    def firewalled_explore(*args, **kwargs):
-        with mock.patch.object(TaskTemplate, "is_successful", _raise), \
-                mock.patch.object(TaskTemplate, "evaluate", _raise), \
-                mock.patch.object(TaskTemplate, "solve", _raise), \
-                mock.patch.object(SimDevice, "read_app_state", _raise):
-            return real_explore(*args, **kwargs)
-
-    with mock.patch.object(adapt_loop, "adapt", firewalled), \
-            mock.patch.object(adaptation, "explore_for_adapt", firewalled_explore):
+    with mock.patch.object(adapt_loop, "adapt", firewalled(adapt_loop.adapt)), \
+            mock.patch.object(adaptation, "explore_for_adapt", firewalled(adaptation.explore_for_adapt)):
         report = run_adapt_job("com.example.todo", CoadaptConfig(adapt=TINY), out)
     return out, report
 

@@ -4,7 +4,6 @@ term, self-proposed tasks replayed from a fresh reset, exploration memory, `coad
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 
@@ -13,7 +12,7 @@ from coadapt.android_env.actions import Back, Done, Tap
 from coadapt.android_env.env import AndroidEnv
 from coadapt.android_env.sim import SimDevice
 from coadapt.apps import label_map, make_apps
-from coadapt.apps.expenses import ExpensesApp, sample_expenses
+from coadapt.apps.expenses import ExpensesApp
 from coadapt.explore.curiosity import INFORMATIVE, UNUSED, WANDERING, CuriosityWeights, VisitCounts, analyse
 from coadapt.explore.explorer import Explorer
 from coadapt.explore.graph import TransitionGraph
@@ -22,18 +21,14 @@ from coadapt.explore.memory import memory_lines
 from coadapt.explore.propose import expectation_met, proposal_reward, replay
 from coadapt.explore.screens import screen_facts, screen_key
 from coadapt.policy.base import Decision
-from coadapt.rollout import TaskCard
 from coadapt.rollout.episode import run_episode
 
 PKG = ExpensesApp.package
 
 
 @pytest.fixture
-def dev():
-    d = SimDevice(make_apps([PKG]))
-    d.write_app_state(PKG, {"expenses": sample_expenses(random.Random(5), 28), "budget": 900.0})
-    d.launch(PKG)
-    return d
+def dev(expenses_long_list):
+    return expenses_long_list
 
 
 def tap(d, **kw):

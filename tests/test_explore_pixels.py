@@ -24,11 +24,8 @@ PKG = ExpensesApp.package
 
 
 @pytest.fixture
-def dev():
-    d = SimDevice(make_apps([PKG]))
-    d.write_app_state(PKG, {"expenses": sample_expenses(random.Random(5), 28), "budget": 900.0})
-    d.launch(PKG)
-    return d
+def dev(expenses_long_list):
+    return expenses_long_list
 
 
 def sig(d: SimDevice) -> PixelSignature:

@@ -196,9 +196,6 @@ class Exploration:
     def coverage(self) -> dict[str, float]:
         return {**self.graph.coverage(), "restarts": self.restarts}
 
-    def segment_actions(self, segment: int, upto: int | None = None) -> list[Action]:
-        """The actions of one segment from its reset, through step `upto` (its last by default)."""
-        return [s.event.action() for s in self.steps if s.segment == segment and (upto is None or s.step <= upto)]
 
 
 class Explorer:
@@ -223,8 +220,9 @@ class Explorer:
         self._typed: set[tuple[str, str]] = set()
         """(screen, field) typed into in the current segment."""
         self._submitted: set[str] = set()
-        self._restarted_at = 0
         """Submit events taken after filling a form (each once per segment)."""
+        self._restarted_at = 0
+        """The step of the last restart (a restart is not judged stuck again within six actions)."""
 
     # ------------------------------------------------------------------ helpers
     def _observe_new(self, obs: Observation, facts: ScreenFacts, step: int) -> bool:
