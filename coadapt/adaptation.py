@@ -147,7 +147,8 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     result["explore"] = {"proposals": len(proposals), "wall_clock_s": round(time.monotonic() - t_adapt, 1),
                          "memory_lines": len(agents.memory.get(package, "").splitlines())}
     summary = adapt(agents, pool, store, train_cards, check_cards, a, verifier, out_dir=out, settings=settings,
-                    progress=say, proposals=proposals if a.proposals else (), proposal_base=base_card)
+                    progress=say, proposals=proposals if a.proposals else (), proposal_base=base_card,
+                    spent_s=time.monotonic() - t_adapt)
     result["adapt_wall_clock_s"] = round(time.monotonic() - t_adapt, 1)
     result["rounds"] = [{k: v for k, v in r.items() if k != "verifier"} for r in summary["rounds"]]
     result["adapter"] = summary["adapter"]

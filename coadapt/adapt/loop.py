@@ -123,12 +123,14 @@ def demo_samples(agents: VLMAgentPolicy, pool: DevicePool, proposals: Sequence[P
 def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards: Sequence[TaskCard],
           check_cards: Sequence[TaskCard], cfg: AdaptConfig, verifier: Verifier, *, out_dir: Path,
           settings: RolloutSettings = RolloutSettings(), progress: ProgressFn | None = None,
-          proposals: Sequence[Proposal] = (), proposal_base: TaskCard | None = None) -> dict[str, Any]:
+          proposals: Sequence[Proposal] = (), proposal_base: TaskCard | None = None,
+          spent_s: float = 0.0) -> dict[str, Any]:
     """Adapt `agents`' LoRA adapter to the app of `train_cards`; returns the loop's own summary
     (self-verified numbers only). The adapter that was kept last is in out_dir/adapter.
 
     `proposals` (self-proposed tasks, set up like `proposal_base`) join the suite goals: their
-    attempts are rewarded by their expectation on the final screen, not by the verifier."""
+    attempts are rewarded by their expectation on the final screen, not by the verifier.
+    `spent_s` is adaptation time already used (the exploration): it counts against max_minutes."""
     say = progress or (lambda event, data: None)
     policy = agents.policy
     trainer = LoraTrainer(policy, cfg)
@@ -282,7 +284,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         say("round", summary)
         elapsed = time.monotonic() - started
         per_round = elapsed / (r + 1 - len(done_rounds))
-        if elapsed + per_round > cfg.max_minutes * 60 and r + 1 < cfg.rounds:
+        if spent_s + elapsed + per_round > cfg.max_minutes * 60 and r + 1 < cfg.rounds:
             log.info("stopping after round %d: the %.1f-minute budget would run out", r, cfg.max_minutes)
             break
     if not (adapter_dir / "adapter_config.json").is_file():
