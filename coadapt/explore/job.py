@@ -17,7 +17,7 @@ from coadapt.rollout.firewall import GuardedDevice
 from .explorer import Exploration, Explorer, Strategy
 from .graph import TransitionGraph
 from .memory import memory_text
-from .propose import Proposal, dumps, loads, propose
+from .propose import Proposal, dumps, interleave, loads, propose
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def explore_app(device: Device, card: TaskCard, *, app_names: dict[str, str] | N
             found.setdefault(p.goal, p)
         say("explore_run", {"run": r, **coverage[-1], "proposals": len(found)})
     assert first is not None
-    chosen = _interleave(list(found.values()), proposals)
+    chosen = interleave(list(found.values()), proposals)
     result = ExploreResult(first.graph, coverage, chosen, memory_text(first.steps, card.app))
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -65,18 +65,6 @@ def explore_app(device: Device, card: TaskCard, *, app_names: dict[str, str] | N
         (out_dir / "proposals.json").write_text(dumps(chosen))
         (out_dir / "memory.txt").write_text(result.memory)
     return result
-
-
-def _interleave(proposals: list[Proposal], limit: int) -> list[Proposal]:
-    by_kind: dict[str, list[Proposal]] = {}
-    for p in proposals:
-        by_kind.setdefault(p.kind, []).append(p)
-    out: list[Proposal] = []
-    while len(out) < limit and any(by_kind.values()):
-        for k in list(by_kind):
-            if by_kind[k] and len(out) < limit:
-                out.append(by_kind[k].pop(0))
-    return out
 
 
 def load_explored(out_dir: Path) -> tuple[list[Proposal], str] | None:

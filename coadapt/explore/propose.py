@@ -328,8 +328,13 @@ def propose(ex: Exploration, env: AndroidEnv, *, limit: int = 60,
             continue  # already true at the start: nothing to do
         seen.add(p.goal)
         kept.append(Proposal(p.goal, p.kind, p.expect, actions, p.origin))
+    return interleave(kept, limit)
+
+
+def interleave(proposals: Sequence[Proposal], limit: int) -> list[Proposal]:
+    """At most `limit` proposals, kinds taken in turn (so no kind crowds out the others)."""
     by_kind: dict[str, list[Proposal]] = {}
-    for p in kept:
+    for p in proposals:
         by_kind.setdefault(p.kind, []).append(p)
     mixed: list[Proposal] = []
     while len(mixed) < limit and any(by_kind.values()):
