@@ -116,6 +116,11 @@ class UiElement:
     def short_class(self) -> str:
         return self.class_name.rsplit(".", 1)[-1]
 
+    @property
+    def short_id(self) -> str:
+        """The resource id without its package: "save" for "com.example.notes:id/save"."""
+        return self.resource_id.rsplit("/", 1)[-1]
+
 
 @dataclass(frozen=True)
 class UiTree:
@@ -200,7 +205,7 @@ class UiTree:
         parts = []
         for e in self.elements:
             if e.visible:
-                parts.append(f"{e.depth}:{e.short_class}:{e.resource_id.rsplit('/', 1)[-1]}")
+                parts.append(f"{e.depth}:{e.short_class}:{e.short_id}")
         return "|".join(parts)
 
     def to_xml(self, dialect: XmlDialect = "u2") -> str:

@@ -182,7 +182,6 @@ def explore_for_adapt(package: str, a: Any, pool: Any, out: Path, agents: Any, s
                       ) -> tuple[list, TaskCard]:
     """Explore the app before the rounds (or reload a resumed run's exploration): the proposals,
     the card they start from, and the memory set on `agents` when the config shows it."""
-    from coadapt.apps import label_map
     from coadapt.explore.job import explore_app, load_explored
 
     card = explore_card(package, a.seed)

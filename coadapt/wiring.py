@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Mapping
 
 from coadapt.android_env.errors import ConfigError
 from coadapt.android_env.pool import DevicePool
 from coadapt.config import DeviceSettings, ModelSettings
+from coadapt.explore.memory import load_memory
 from coadapt.policy.base import Policy
 from coadapt.rollout import RolloutSettings
 from coadapt.tasks.base import TaskTemplate
@@ -34,10 +34,10 @@ def build_policy(settings: ModelSettings, templates: Mapping[str, TaskTemplate] 
             raise ConfigError(f"--adapter needs a model policy, not {settings.model!r}")
         return make_policy(settings.model, templates=templates)
     agents = make_policy(settings.model, adapter=settings.adapter, device=settings.torch_device, dtype=settings.dtype)
-    memory_file = Path(settings.adapter) / "exploration_memory.json" if settings.adapter else None
-    if memory_file is not None and memory_file.is_file():  # an adapter adapted with memory in its prompts
-        saved = json.loads(memory_file.read_text())
-        agents.memory[saved["app"]] = saved["memory"]  # type: ignore[attr-defined]
+    saved = load_memory(Path(settings.adapter)) if settings.adapter else None
+    if saved is not None:  # an adapter adapted with memory in its prompts
+        app, memory = saved
+        agents.memory[app] = memory  # type: ignore[attr-defined]
     temp = temperature if temperature is not None else settings.temperature
     changes = {k: v for k, v in (("temperature", temp), ("top_p", settings.top_p)) if v is not None}
     if changes:  # on top of what the model folder saved (or the defaults its type gets)

@@ -19,6 +19,7 @@ from coadapt.android_env.env import AndroidEnv
 from coadapt.android_env.pool import DevicePool
 from coadapt.apps import label_map
 from coadapt.explore.curiosity import CuriosityWeights, VisitCounts, analyse, episode_fields
+from coadapt.explore.memory import save_memory
 from coadapt.explore.propose import Proposal, demo_actions, proposal_reward
 from coadapt.explore.screens import normalise
 from coadapt.policy.parser import format_action
@@ -82,27 +83,21 @@ def train_samples(traj: Trajectory, advantages: Sequence[float], *, imitate: boo
                         s.decision.logprobs, adv, imitate=imitate) for s, adv in zip(traj.steps, advantages)]
 
 
-MEMORY_FILE = "exploration_memory.json"
-"""Beside an adapter: the exploration memory its app's prompts showed ({"app": ..., "memory": ...})."""
-
-
 def save_adapter(policy, folder: Path, app: str, memory: str) -> None:
     """The adapter (a plain peft folder) and, when the prompts showed one, the memory beside it."""
     policy.save_adapter(folder)
-    if memory:
-        (folder / MEMORY_FILE).write_text(json.dumps({"app": app, "memory": memory}, ensure_ascii=False))
+    save_memory(folder, app, memory)
 
 
 def demo_samples(agents: VLMAgentPolicy, pool: DevicePool, proposals: Sequence[Proposal], cards: Sequence[TaskCard],
-                 settings: RolloutSettings, memory: str = "", app_names: dict[str, str] | None = None
-                 ) -> list[TrainSample]:
+                 settings: RolloutSettings, memory: str = "") -> list[TrainSample]:
     """Imitation samples from the proposals' verified paths, replayed from a fresh reset on a
     guarded phone; each action written the way the policy writes actions."""
     policy = agents.policy
     style = policy.config.prompt.style
     out: list[TrainSample] = []
     with pool.lease() as slot:
-        env = AndroidEnv(GuardedDevice(slot.device), app_names or label_map(), settle_seconds=settings.settle_seconds)
+        env = AndroidEnv(GuardedDevice(slot.device), label_map(), settle_seconds=settings.settle_seconds)
         for p, card in zip(proposals, cards):
             obs = env.reset(card, seed=card.device_seed)
             history: list[str] = []
@@ -139,7 +134,8 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
     gate_cfg = GateSettings(cfg.gate, cfg.positive_threshold, cfg.negative_threshold)
     adapter_dir = out_dir / "adapter"
     started = time.monotonic()
-    memory = agents.memory.get(train_cards[0].app, "") if train_cards else ""
+    app = train_cards[0].app if train_cards else ""
+    memory = agents.memory.get(app, "")
     horizon_cap = max((c.max_steps for c in train_cards), default=10)
     every = round(1 / cfg.holdout) if cfg.holdout > 0 else 0
     all_proposed = [p.card(proposal_base, i, min(horizon_cap, max(8, 2 * len(p.actions) + 2)))
@@ -257,7 +253,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             policy.load_adapter_state(snapshot)
             log.info("round %d made the self-check worse (%.3f < %.3f - %.2f): rolled back", r, score, best,
                      cfg.rollback_margin)
-        save_adapter(policy, adapter_dir, train_cards[0].app if train_cards else "", memory)
+        save_adapter(policy, adapter_dir, app, memory)
         summary = {
             "round": r, "horizon": max(c.max_steps for c in cards),
             "episodes": len(trajs), "infra_errors": res.infra_errors,
@@ -288,6 +284,6 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             log.info("stopping after round %d: the %.1f-minute budget would run out", r, cfg.max_minutes)
             break
     if not (adapter_dir / "adapter_config.json").is_file():
-        save_adapter(policy, adapter_dir, train_cards[0].app if train_cards else "", memory)
+        save_adapter(policy, adapter_dir, app, memory)
     return {"rounds": history, "best_check": best, "adapter": str(adapter_dir),
             "wall_clock_s": round(time.monotonic() - started, 1)}

@@ -112,10 +112,6 @@ def _target_label(step) -> str:
     return ""
 
 
-def _state(obs: Observation) -> str:
-    return screen_facts(obs.tree).fine_key
-
-
 def analyse(traj: Trajectory | Sequence, weights: CuriosityWeights = CuriosityWeights(),
             visits: VisitCounts | None = None, final_obs: Observation | None = None,
             answer: str | None = None) -> EpisodeCuriosity:

@@ -63,8 +63,23 @@ class Event:
     label: str
     index: int | None = None
     text: str = ""
+    given: Action | None = None
+    """The action itself, for an event that is whatever a policy or the Monkey chose."""
+
+    @classmethod
+    def of(cls, action: Action) -> "Event":
+        """An event standing for an action chosen elsewhere (the policy, the Monkey)."""
+        return cls("policy", f"policy:{to_json(action)}", str(action), getattr(action, "index", None),
+                   getattr(action, "text", "") or "", given=action)
+
+    @property
+    def in_list(self) -> bool:
+        """A tap on a row of a scrolling list (its signature names the list)."""
+        return "@" in self.signature and not self.signature.endswith("@")
 
     def action(self) -> Action:
+        if self.given is not None:
+            return self.given
         if self.kind == "tap":
             return Tap(index=self.index)
         if self.kind == "long_press":
@@ -76,6 +91,8 @@ class Event:
         return Back()
 
     def describe(self) -> str:
+        if self.given is not None:
+            return self.label
         if self.kind == "back":
             return "back"
         if self.kind == "type":
@@ -104,13 +121,9 @@ def _list_ancestor(tree: UiTree, e: UiElement) -> UiElement | None:
     return None
 
 
-def _rid(e: UiElement) -> str:
-    return e.resource_id.rsplit("/", 1)[-1]
-
-
 def sample_text(e: UiElement, rng: random.Random) -> str:
     """Something plausible to type into field `e`: a number when its hint asks for one."""
-    hint = normalise(" ".join((e.hint, e.content_desc, _rid(e).replace("_", " "), e.text)))
+    hint = normalise(" ".join((e.hint, e.content_desc, e.short_id.replace("_", " "), e.text)))
     if any(w in hint for w in _NUMERIC):
         return str(rng.choice((3, 7, 12, 25, 40)))
     return f"{rng.choice(_WORDS)} {rng.choice(_NOUNS)}"
@@ -125,22 +138,22 @@ def screen_events(obs: Observation, rng: random.Random) -> list[Event]:
         if e.index in covered:
             continue  # under a menu, a drawer or a dialog: a tap would only close it
         if e.editable:
-            sig = f"type:{_rid(e)}:{normalise(e.hint or e.content_desc)}"
-            out.setdefault(sig, Event("type", sig, e.hint or e.content_desc or _rid(e), i, sample_text(e, rng)))
+            sig = f"type:{e.short_id}:{normalise(e.hint or e.content_desc)}"
+            out.setdefault(sig, Event("type", sig, e.hint or e.content_desc or e.short_id, i, sample_text(e, rng)))
             continue
         owner = _clickable_owner(tree, e)
         if owner is not None:
             row = _list_ancestor(tree, owner)
             name = "" if row is not None else normalise(stable_name(tree, owner) or e.label)
-            sig = f"tap:{owner.short_class}:{_rid(owner)}:{name}@{_rid(row) if row else ''}"
+            sig = f"tap:{owner.short_class}:{owner.short_id}:{name}@{row.short_id if row else ''}"
             if owner.clickable or owner.checkable:
                 out.setdefault(sig, Event("tap", sig, e.label or owner.label or owner.short_class, i))
             if owner.long_clickable:
                 lsig = "long_" + sig
                 out.setdefault(lsig, Event("long_press", lsig, e.label or owner.short_class, i))
         if e.scrollable:
-            sig = f"scroll:{_rid(e)}"
-            out.setdefault(sig, Event("scroll", sig, _rid(e) or e.short_class, i))
+            sig = f"scroll:{e.short_id}"
+            out.setdefault(sig, Event("scroll", sig, e.short_id or e.short_class, i))
     out["back"] = Event("back", "back", "back")
     return list(out.values())
 
@@ -169,8 +182,6 @@ class ExploreStep:
     step: int
     segment: int
     """Restarts split an exploration into segments; each starts from a fresh reset."""
-    src: str
-    dst: str
     event: Event
     effective: bool
     new_screen: bool
@@ -180,6 +191,16 @@ class ExploreStep:
     after: UiTree
     src_facts: ScreenFacts
     dst_facts: ScreenFacts
+
+    @property
+    def src(self) -> str:
+        """The screen key the action was taken on."""
+        return self.src_facts.key
+
+    @property
+    def dst(self) -> str:
+        """The screen key it led to."""
+        return self.dst_facts.key
 
 
 @dataclass
@@ -195,7 +216,6 @@ class Exploration:
 
     def coverage(self) -> dict[str, float]:
         return {**self.graph.coverage(), "restarts": self.restarts}
-
 
 
 class Explorer:
@@ -226,7 +246,7 @@ class Explorer:
 
     # ------------------------------------------------------------------ helpers
     def _observe_new(self, obs: Observation, facts: ScreenFacts, step: int) -> bool:
-        title = next((e.text for e in obs.tree.elements if e.visible and "title" in _rid(e) and e.text), "")
+        title = next((e.text for e in obs.tree.elements if e.visible and "title" in e.short_id and e.text), "")
         node, new = self.graph.visit(facts, step, title)
         if new and self.out_dir is not None:
             shots = self.out_dir / "screens"
@@ -256,7 +276,7 @@ class Explorer:
             return untried[0] if untried else next(e for e in events if e.kind == "back")
         if self.strategy == "model":
             decision = agent.act(obs)
-            return _PolicyEvent(decision.action)
+            return Event.of(decision.action)
         fields = [e for e in events if e.kind == "type"]
         unfilled = [e for e in fields if (facts.key, e.signature) not in self._typed]
         if unfilled:
@@ -287,17 +307,17 @@ class Explorer:
         r = self.rng.random()
         x, y = self.rng.randrange(w), self.rng.randrange(h)
         if r < 0.55:
-            return _PolicyEvent(Tap(x=x, y=y))
+            return Event.of(Tap(x=x, y=y))
         if r < 0.65:
-            return _PolicyEvent(LongPress(x=x, y=y))
+            return Event.of(LongPress(x=x, y=y))
         if r < 0.85:
-            return _PolicyEvent(Swipe(direction=self.rng.choice(("up", "down", "left", "right")), x=x, y=y))
+            return Event.of(Swipe(direction=self.rng.choice(("up", "down", "left", "right")), x=x, y=y))
         if r < 0.95:
-            return _PolicyEvent(Back())
+            return Event.of(Back())
         focused = next((i for i, e in enumerate(obs.elements) if e.editable and e.focused), None)
         if focused is None:
-            return _PolicyEvent(Tap(x=x, y=y))
-        return _PolicyEvent(Type(text=sample_text(obs.elements[focused], self.rng), index=focused))
+            return Event.of(Tap(x=x, y=y))
+        return Event.of(Type(text=sample_text(obs.elements[focused], self.rng), index=focused))
 
     # ------------------------------------------------------------------ the loop
     def run(self, steps: int) -> Exploration:
@@ -341,8 +361,8 @@ class Explorer:
             effective = new.fine_key != facts.fine_key
             self.graph.add_edge(facts.key, event.signature, to_dict(event.action()), event.describe(), new.key,
                                 effective, step)
-            result.steps.append(ExploreStep(step, segment, facts.key, new.key, event, effective, new_screen, revealed,
-                                            obs.tree, new_obs.tree, facts, new))
+            result.steps.append(ExploreStep(step, segment, event, effective, new_screen, revealed, obs.tree,
+                                            new_obs.tree, facts, new))
             if event.kind == "type":
                 self._typed.add((facts.key, event.signature))
             if segment_end:
@@ -363,25 +383,3 @@ class Explorer:
         return len(recent) == 6 and not any(s.revealed or s.new_screen for s in recent) and \
             len({s.dst for s in recent}) <= 2 and all(s.segment == recent[-1].segment for s in recent) and \
             not any(self._untried.get(s.dst) for s in recent)
-
-
-@dataclass(frozen=True)
-class _PolicyEvent(Event):
-    """An event standing for whatever action the policy chose."""
-
-    chosen: Action | None = None
-
-    def __init__(self, action: Action):  # noqa: D107 - frozen dataclass with one input
-        object.__setattr__(self, "kind", "policy")
-        object.__setattr__(self, "signature", f"policy:{to_json(action)}")
-        object.__setattr__(self, "label", str(action))
-        object.__setattr__(self, "index", getattr(action, "index", None))
-        object.__setattr__(self, "text", getattr(action, "text", "") or "")
-        object.__setattr__(self, "chosen", action)
-
-    def action(self) -> Action:
-        assert self.chosen is not None
-        return self.chosen
-
-    def describe(self) -> str:
-        return self.label

@@ -4,6 +4,8 @@ which screen an entry opens."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Sequence
 
 MAX_ITEMS = 6
@@ -29,7 +31,7 @@ def memory_lines(steps: Sequence, app: str, limit: int = 12) -> list[str]:
         opener = ev.label
         if not opener or opener.lower().split()[0] in _NOT_A_PLACE or any(c.isdigit() for c in opener):
             continue
-        if "@" in ev.signature and not ev.signature.endswith("@"):
+        if ev.in_list:
             continue  # a list row: data, not a place
         before = {_name(a) for a in s.src_facts.actionables}
         new = sorted({n for n in (_name(a) for a in s.dst_facts.actionables) if n and n not in before and len(n) <= 30
@@ -50,3 +52,22 @@ def memory_lines(steps: Sequence, app: str, limit: int = 12) -> list[str]:
 def memory_text(steps: Sequence, app: str, limit: int = 12) -> str:
     """The memory as the prompt shows it ("" when nothing was found)."""
     return "\n".join(memory_lines(steps, app, limit))
+
+
+MEMORY_FILE = "exploration_memory.json"
+"""Beside an adapter: the exploration memory its app's prompts showed ({"app": ..., "memory": ...})."""
+
+
+def save_memory(folder: Path, app: str, memory: str) -> None:
+    """Write `app`'s memory beside an adapter (nothing when there is none)."""
+    if memory:
+        (Path(folder) / MEMORY_FILE).write_text(json.dumps({"app": app, "memory": memory}, ensure_ascii=False))
+
+
+def load_memory(folder: Path) -> tuple[str, str] | None:
+    """(app, memory) saved beside an adapter, or None."""
+    path = Path(folder) / MEMORY_FILE
+    if not path.is_file():
+        return None
+    saved = json.loads(path.read_text())
+    return saved["app"], saved["memory"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from coadapt.android_env.actions import Action, Done, Tap, from_dict, to_dict
 from coadapt.android_env.env import AndroidEnv
@@ -145,9 +145,10 @@ def prune(env: AndroidEnv, card: TaskCard, actions: Sequence[Action], expect: Se
     return tuple(kept)
 
 
-def erase_loops(steps: Sequence) -> list:
-    """The steps left once every loop is cut out (a stretch that came back to a screen state seen
-    before it, by fine key): a deterministic phone replays the rest to the same place."""
+def loop_free_paths(steps: Sequence) -> Iterator[list]:
+    """For each step in turn, the path from the start through it with every loop cut out (a
+    stretch that came back to a screen state seen before it, by fine key): a deterministic phone
+    replays the rest to the same place."""
     kept: list = []
     at: dict[str, int] = {}
     for s in steps:
@@ -156,8 +157,8 @@ def erase_loops(steps: Sequence) -> list:
             kept = kept[: at[state]]
             at = {k: v for k, v in at.items() if v < len(kept)}
         at[state] = len(kept)
-        kept.append(s)
-    return kept
+        kept = [*kept, s]
+        yield kept
 
 
 _VERBS = ("open", "add", "sort", "filter", "search", "show", "view", "edit", "create", "new", "go", "select",
@@ -174,7 +175,7 @@ def _is_value(label: str) -> bool:
 
 def _title(tree: UiTree) -> str:
     """The title of the topmost window that has one (a dialog's over its screen's)."""
-    titles = [e for e in tree.elements if e.visible and e.text and "title" in e.resource_id.rsplit("/", 1)[-1].lower()]
+    titles = [e for e in tree.elements if e.visible and e.text and "title" in e.short_id.lower()]
     return max(titles, key=lambda e: e.window).text if titles else ""
 
 
@@ -194,7 +195,7 @@ def field_name(tree: UiTree, index: int | None) -> str:
             e = tree.elements[k]
             if e.text and not e.editable and e.visible:
                 return e.text
-    rid = field.resource_id.rsplit("/", 1)[-1]
+    rid = field.short_id
     for prefix in ("et_", "edit_", "input_", "field_", "txt_"):
         rid = rid.removeprefix(prefix)
     if rid and rid.replace("_", "").isalpha():
@@ -226,7 +227,7 @@ def _rows(tree: UiTree, picked: int | None) -> list[tuple[int, str]]:
         where = row_of(e)
         if where is None or where[1] != home[1] or where[0] in seen or not e.text or e.editable:
             continue
-        if e.resource_id.rsplit("/", 1)[-1] != target.resource_id.rsplit("/", 1)[-1]:
+        if e.short_id != target.short_id:
             continue
         seen.add(where[0])
         out.append((i, e.text))
@@ -246,13 +247,11 @@ def candidates(ex: Exploration) -> list[Proposal]:
         by_segment.setdefault(s.segment, []).append(s)
     for seg, steps in by_segment.items():
         start_shown = _shown(steps[0].before)
+        start_texts = _all_texts(steps[0].before)
         start_states = _check_states(steps[0].before)
         typed: list[tuple[str, str, int]] = []  # (field, text, step index in segment)
         opener = ""
-        for j, s in enumerate(steps):
-            way = erase_loops(steps[: j + 1])
-            if not way or way[-1] is not s:
-                continue  # this step closed a loop: it achieved nothing the path needs
+        for j, (s, way) in enumerate(zip(steps, loop_free_paths(steps))):
             path = tuple(x.event.action() for x in way)
             origin = tuple(x.step for x in way)
             ev = s.event
@@ -284,17 +283,15 @@ def candidates(ex: Exploration) -> list[Proposal]:
                     if label in _shown(s.before) and words and words[0] not in _NOT_A_PLACE and len(words) <= 6 \
                             and not _is_value(label) and not (len(words) == 1 and words[0] in _VERBS):
                         named: tuple[Expectation, ...] = ()
-                        if label in _shown(s.after) and label not in _shown(steps[0].before):
+                        if label in _shown(s.after) and label not in start_shown:
                             named = (("shows", label),)
-                        elif label in _all_texts(s.after) and label not in _all_texts(steps[0].before):
+                        elif label in _all_texts(s.after) and label not in start_texts:
                             named = (("text", label),)
-                        is_row = "@" in ev.signature and not ev.signature.endswith("@")
-                        if is_row and not named:
+                        if ev.in_list and not named:
                             continue  # an item's screen that does not name the item: any item would pass
                         goal = f"{_cap(ev.label)}" if words[0] in _VERBS else f"Open {_cap(ev.label)}"
                         out.append(Proposal(goal, "open", (("screen", s.dst),) + named, path, origin))
-                        for idx, title in _rows(s.before, ev.index) if "@" in ev.signature and not \
-                                ev.signature.endswith("@") else ():
+                        for idx, title in _rows(s.before, ev.index) if ev.in_list else ():
                             if _is_value(normalise(title)):
                                 continue
                             out.append(Proposal(f"Open {title}", "open", (("screen", s.dst), ("shows", normalise(title))),
@@ -312,21 +309,17 @@ def propose(ex: Exploration, env: AndroidEnv, *, limit: int = 60,
         if p.goal not in shortest or len(p.actions) < len(shortest[p.goal].actions):
             shortest[p.goal] = p
     raw = sorted(shortest.values(), key=lambda p: len(p.actions))[: 3 * limit]
-    seen: set[str] = set()
+    start = env.reset(ex.card, seed=ex.card.device_seed).tree  # every replay starts from this screen
     kept: list[Proposal] = []
     for i, p in enumerate(raw):
         if progress:
             progress(i, len(raw))
-        if p.goal in seen:
-            continue
+        if expectation_met(p.expect, start):
+            continue  # already true at the start: nothing to do
         actions = prune(env, ex.card, p.actions, p.expect)
         if actions is None:
             log.debug("proposal %r did not replay from a fresh reset; dropped", p.goal)
             continue
-        start = env.reset(ex.card, seed=ex.card.device_seed)
-        if expectation_met(p.expect, start.tree):
-            continue  # already true at the start: nothing to do
-        seen.add(p.goal)
         kept.append(Proposal(p.goal, p.kind, p.expect, actions, p.origin))
     return interleave(kept, limit)
 

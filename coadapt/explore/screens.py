@@ -19,12 +19,11 @@ import logging
 import re
 from dataclasses import dataclass
 
+from coadapt.android_env.observation import SYSTEM_PACKAGES
 from coadapt.android_env.uitree import UiElement, UiTree
 
 log = logging.getLogger(__name__)
 
-SYSTEM_PACKAGES = ("com.android.systemui",)
-"""Packages whose windows (status bar, navigation bar) belong to no screen."""
 LIST_CLASSES = ("RecyclerView", "ListView", "GridView", "AbsListView", "ViewPager")
 """Containers whose children are data rows."""
 
@@ -33,11 +32,8 @@ def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def _rid(e: UiElement) -> str:
-    return e.resource_id.rsplit("/", 1)[-1]
-
-
 def _is_system(e: UiElement) -> bool:
+    """Status bar, navigation bar, or any keyboard: part of no screen."""
     return e.package in SYSTEM_PACKAGES or "inputmethod" in e.package
 
 
@@ -77,7 +73,7 @@ def _repeated_siblings(tree: UiTree) -> set[int]:
     sig: dict[int, str] = {}
     for e in reversed(tree.elements):
         kids = tree.children[e.index] if e.index < len(tree.children) else ()
-        sig[e.index] = f"{e.short_class}:{_rid(e)}(" + ",".join(sig.get(k, "") for k in kids) + ")"
+        sig[e.index] = f"{e.short_class}:{e.short_id}(" + ",".join(sig.get(k, "") for k in kids) + ")"
     out: set[int] = set()
     for e in tree.elements:
         kids = tree.children[e.index] if e.index < len(tree.children) else ()
@@ -98,9 +94,9 @@ def stable_name(tree: UiTree, e: UiElement) -> str:
     """A name that does not change with the element's value: a field by its hint or id, a seek
     bar by its id, a switch reading ON/OFF by its row's text; otherwise its label."""
     if e.editable:
-        return e.hint or e.content_desc or _rid(e)
+        return e.hint or e.content_desc or e.short_id
     if e.short_class in _VALUE_CLASSES:
-        return _rid(e) or e.short_class
+        return e.short_id or e.short_class
     if e.checkable and e.label.strip().lower() in _SWITCH_TEXTS:
         if e.parent is not None:
             row = tree.elements[e.parent]
@@ -108,7 +104,7 @@ def stable_name(tree: UiTree, e: UiElement) -> str:
                           and d.text.strip().lower() not in _SWITCH_TEXTS), "")
             if named:
                 return named
-        return e.content_desc or _rid(e)
+        return e.content_desc or e.short_id
     return _name(tree, e)
 
 
@@ -195,21 +191,21 @@ def screen_facts(tree: UiTree) -> ScreenFacts:
         outer = _scroll_ancestor(tree, e)
         if outer is None:
             if e.interactive and e.index not in covered:
-                actionables.add(f"{e.short_class}:{_rid(e)}:{normalise(stable_name(tree, e))}")
+                actionables.add(f"{e.short_class}:{e.short_id}:{normalise(stable_name(tree, e))}")
             if e.index in repeated or e.window in transient:
                 continue
-            chrome.append(f"{e.window}:{e.depth}:{e.short_class}:{_rid(e)}")
+            chrome.append(f"{e.window}:{e.depth}:{e.short_class}:{e.short_id}")
             if e.scrollable or _is_list(e):
                 scroll_ids.setdefault(e.index, set())
         else:
-            if not _is_list(outer) and _rid(e):
-                scroll_ids.setdefault(outer.index, set()).add(f"{e.short_class}:{_rid(e)}")
+            if not _is_list(outer) and e.short_id:
+                scroll_ids.setdefault(outer.index, set()).add(f"{e.short_class}:{e.short_id}")
             if e.interactive and e.index not in covered:
                 # a list row counts once per kind; a control in a scrolling page counts by its name
                 # (a short fixed list, such as a menu, keeps its entries' names)
                 name = "" if _is_list(outer) and outer.scrollable else normalise(stable_name(tree, e))
-                actionables.add(f"{e.short_class}:{_rid(e)}:{name}@{_rid(outer)}")
-    parts = chrome + sorted(f"scroll:{tree.elements[i].short_class}:{_rid(tree.elements[i])}:" + ",".join(sorted(ids))
+                actionables.add(f"{e.short_class}:{e.short_id}:{name}@{outer.short_id}")
+    parts = chrome + sorted(f"scroll:{tree.elements[i].short_class}:{tree.elements[i].short_id}:" + ",".join(sorted(ids))
                             for i, ids in scroll_ids.items())
     key = _digest("|".join(parts))
     log.debug("screen key %s from %s", key, parts)
