@@ -368,6 +368,32 @@ def explore(
     console.print(f"graph: {folder / 'utg.json'}   report: {folder / 'report.json'}")
 
 
+@app.command()
+def dashboard(
+    runs: Path = typer.Option(Path("runs"), help="Folder of run folders to show (eval, adapt and explore runs)."),
+    port: int = typer.Option(7860, help="Port to serve on."),
+    host: str = typer.Option("127.0.0.1", help="Address to bind; anything but loopback without --auth is warned about."),
+    auth: Optional[str] = typer.Option(None, help="user:password required to open the dashboard."),
+) -> None:
+    """Watch runs in a browser: episodes step by step, live devices, training rounds, exploration graphs."""
+    from coadapt.dashboard.app import serve
+
+    credentials = None
+    if auth is not None:
+        user, sep, password = auth.partition(":")
+        if not sep or not user or not password:
+            raise ConfigError("--auth must be user:password")
+        credentials = (user, password)
+    if not runs.is_dir():
+        raise ConfigError(f"runs folder {runs} does not exist (give --runs DIR, the folder your runs are written to)")
+    demo, url = serve(runs, host=host, port=port, auth=credentials)
+    console.print(f"dashboard on {url} over {runs.resolve()} (read-only); Ctrl+C stops it")
+    try:
+        demo.block_thread()
+    except KeyboardInterrupt:
+        demo.close()
+
+
 verifier_app = typer.Typer(help="The verifier's feature judge (fitted on seen apps only).", no_args_is_help=True)
 app.add_typer(verifier_app, name="verifier")
 

@@ -35,6 +35,7 @@ import fcntl
 import io
 import json
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -317,8 +318,13 @@ class RunStore:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as e:
             os.close(fd)
-            raise RunStoreError(f"another coadapt process is writing {self.folder} (it holds {path}); "
+            holder = lock_holder(self.folder)
+            who = f"process {holder['pid']} on {holder['host']}" if holder else "another coadapt process"
+            raise RunStoreError(f"{who} is writing {self.folder} (it holds {path}); "
                                 "wait for it to finish, or use another --out") from e
+        # Who holds it, for the refusal message and for viewers telling a running run from a killed one.
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}).encode(), 0)
         # Released by close(), or when the store is garbage-collected, or when the process dies.
         self._release_flock = weakref.finalize(self, os.close, fd)
 
@@ -660,7 +666,34 @@ class RunStore:
                 db.execute("DELETE FROM episodes WHERE id=?", (i,))
         return len(ids)
 
+    def overview(self) -> dict[str, Any]:
+        """Counts and times without reading every row: episodes by phase and status, mean success
+        of scored episodes per phase, first start and last end (unix seconds)."""
+        rows = self._read("SELECT phase, status, COUNT(*), AVG(success), COUNT(success), MIN(started), "
+                          "MAX(COALESCE(ended, started)) FROM episodes GROUP BY phase, status")
+        out: dict[str, Any] = {"episodes": 0, "by_phase": {}, "started": None, "ended": None}
+        for phase, status, n, mean, scored, started, ended in rows:
+            ph = out["by_phase"].setdefault(phase, {"episodes": 0, "running": 0, "scored": 0, "success_sum": 0.0})
+            ph["episodes"] += n
+            ph["running"] += n if status == "running" else 0
+            ph["scored"] += scored
+            ph["success_sum"] += (mean or 0.0) * scored
+            out["episodes"] += n
+            out["started"] = started if out["started"] is None else min(out["started"], started)
+            out["ended"] = ended if out["ended"] is None else max(out["ended"], ended)
+        for ph in out["by_phase"].values():
+            ph["success_rate"] = ph["success_sum"] / ph["scored"] if ph["scored"] else None
+            del ph["success_sum"]
+        return out
+
     # ------------------------------------------------------------------ steps
+
+    def last_step(self, episode_id: int) -> dict[str, Any] | None:
+        """The latest stored step of an episode, decoded as in `steps`, or None before its first."""
+        rows = self._read(f"SELECT {self._select('steps', _STEP_COLUMNS)} FROM steps WHERE episode_id=? "
+                          "ORDER BY step DESC LIMIT 1", (episode_id,))
+        return self._decode_step(rows[0]) if rows else None
+
 
     def steps(self, episode_id: int) -> list[dict[str, Any]]:
         """The steps of an episode in order, one dict per step, column name -> value.
@@ -790,6 +823,46 @@ class RunStore:
         else:
             rows = self._read("SELECT name, step, value FROM metrics WHERE name=? ORDER BY step", (name,))
         return iter(rows)
+
+
+def lock_holder(folder: str | Path) -> dict[str, Any] | None:
+    """Who last took the folder's write lock ({pid, host, started}), as written in `.lock`; None
+    when unknown. It says nothing about whether that process still holds it: see `is_locked`."""
+    try:
+        holder = json.loads((Path(folder) / ".lock").read_text())
+    except (OSError, ValueError):
+        return None
+    return holder if isinstance(holder, dict) and "pid" in holder else None
+
+
+def is_locked(folder: str | Path) -> bool | None:
+    """Whether a live process holds the folder's write lock, found without taking it (a viewer must
+    never block a writer): from /proc/locks where the OS has it, else whether the recorded holder's
+    process is alive on this host. None when it cannot be told (holder on another host)."""
+    path = Path(folder) / ".lock"
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    try:
+        locks = Path("/proc/locks").read_text()
+    except OSError:
+        locks = None
+    if locks is not None:
+        dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        return any(dev in line.split() for line in locks.splitlines())
+    holder = lock_holder(folder)
+    if holder is None:
+        return False
+    if holder.get("host") != socket.gethostname():
+        return None
+    try:
+        os.kill(int(holder["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, TypeError):
+        return True
+    return True
 
 
 def list_runs(root: str | Path) -> list[Path]:

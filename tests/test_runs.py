@@ -20,7 +20,8 @@ from coadapt.android_env.observation import Observation
 from coadapt.android_env.sim import SimDevice
 from coadapt.apps import make_apps
 from coadapt.evaluation import build_report
-from coadapt.runs import GATES, SCHEMA_VERSION, EpisodeRow, RoundRow, RunStore, RunStoreError, list_runs
+from coadapt.runs import (GATES, SCHEMA_VERSION, EpisodeRow, RoundRow, RunStore, RunStoreError, is_locked, list_runs,
+                          lock_holder)
 from coadapt.tasks.suite import Suite
 
 V1 = Path(__file__).parent / "fixtures" / "run_v1"
@@ -460,8 +461,9 @@ def test_read_only_needs_an_existing_run(tmp_path):
 def test_one_writer_per_folder(tmp_path):
     folder = tmp_path / "run"
     store = RunStore(folder)
-    with pytest.raises(RunStoreError, match=f"another coadapt process is writing {folder}"):
+    with pytest.raises(RunStoreError, match=f"process {os.getpid()} on .* is writing {folder}"):
         RunStore(folder)
+    assert is_locked(folder) is True and lock_holder(folder)["pid"] == os.getpid()
     errors: list[BaseException] = []
 
     def other_thread() -> None:
@@ -477,8 +479,9 @@ def test_one_writer_per_folder(tmp_path):
     RunStore.open_readonly(folder).close()  # viewers take no lock
     code = f"from coadapt.runs import RunStore; RunStore({str(folder)!r})"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode != 0 and "another coadapt process is writing" in proc.stderr
+    assert proc.returncode != 0 and f"process {os.getpid()} on" in proc.stderr and "is writing" in proc.stderr
     store.close()
+    assert is_locked(folder) is False  # released; the record of the last holder stays
     with RunStore(folder):
         pass
     RunStore(folder).close()  # __exit__ released it
