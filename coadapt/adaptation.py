@@ -87,7 +87,7 @@ def run_adapt_job(app: str, cfg: CoadaptConfig, out: Path, *, report: bool = Tru
     package = app_class(app).package
     if cfg.model.model in ("oracle", "random"):
         raise ConfigError(f"adapt needs a model policy to update, not {cfg.model.model!r}")
-    store = RunStore(out, save_screens=True)
+    store = RunStore(out, screens=cfg.devices.screens)
     try:
         return _run(app, package, cfg, out, store, report=report, base=base, ablations=ablations, say=say)
     finally:
@@ -167,6 +167,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     result["wall_clock_s"] = round(time.monotonic() - t_start, 1)
     result["peak_rss_mb"] = round(peak_rss_mb(), 1)
     result["peak_rss_mb_by_phase"] = rss  # the process peak so far, at the end of each phase
+    result["disk_mb"] = round(store.disk_bytes() / 2**20, 1)
     store.write_json("report.json", result)
     return result
 

@@ -91,6 +91,8 @@ def _print_eval_report(report: dict, title: str) -> None:
         extra.append(f"pass@{report['k']} {report['pass_at_k']:.3f}")
     if report.get("wall_seconds") is not None:
         extra.append(f"wall {report['wall_seconds']:.1f} s")
+    if report.get("disk_mb") is not None:
+        extra.append(f"disk {report['disk_mb']:.1f} MB")
     console.print("  ".join(extra))
 
 
@@ -131,15 +133,16 @@ _WORKERS = typer.Option(None, help="Simulated phones in parallel (one worker per
 _SEED = typer.Option(None, help="Seed of the simulated phones and of every episode's sampling. Default 0.")
 _SETTLE = typer.Option(None, help="Seconds to let a real device's UI settle after each action. Default 0.")
 _POPUPS = typer.Option(None, "--popups/--no-popups", help="Random system popups on simulated phones. Default off.")
-_SCREENSHOTS = typer.Option(None, "--screenshots/--no-screenshots", help="Save each step's screenshot in the run folder. Default on.")
+_SCREENS = typer.Option(None, "--screens", help="Screenshots saved in the run folder: all, changed (a screen identical to one "
+                        "already saved is stored once; default) or none.")
 
 
 def _common_overrides(model, adapter, device, temperature, top_p, threads, devices, workers, seed, settle, popups,
-                      screenshots) -> dict:
+                      screens) -> dict:
     return {"model.model": model, "model.adapter": adapter, "model.device": device, "model.temperature": temperature,
             "model.top_p": top_p, "model.threads": threads, "devices.devices": devices, "devices.workers": workers,
             "devices.seed": seed, "devices.settle": settle, "devices.popups": popups,
-            "devices.screenshots": screenshots}
+            "devices.screens": screens}
 
 
 def _progress_bar(label: str):
@@ -164,7 +167,7 @@ def eval_cmd(
     seed: Optional[int] = _SEED,
     settle: Optional[float] = _SETTLE,
     popups: Optional[bool] = _POPUPS,
-    screenshots: Optional[bool] = _SCREENSHOTS,
+    screens: Optional[str] = _SCREENS,
     k: Optional[int] = typer.Option(None, help="Attempts per instance; pass@k is reported when k > 1. Default 1."),
     out: Optional[Path] = typer.Option(None, help="Run folder (reuse it to resume a killed run). Default: runs/eval-<suite>-<policy>-<time>."),
 ) -> None:
@@ -179,14 +182,14 @@ def eval_cmd(
 
     cfg = load_config(config, {"eval.suite": suite, "eval.k": k,
                                **_common_overrides(policy, adapter, device, temperature, top_p, threads, devices,
-                                                   workers, seed, settle, popups, screenshots)})
+                                                   workers, seed, settle, popups, screens)})
     if suite is None and config is None:
         raise ConfigError("give --suite (smoke, seen, unseen, all or a suite file) or a --config with eval.suite")
     s = Suite.load(cfg.eval.suite)
     _, templates = suite_tasks(s, cfg.eval.space)
     pol = build_policy(cfg.model, templates)
     folder = out or Path("runs") / f"eval-{s.name}-{_run_label(cfg.model)}-{_time.strftime('%Y%m%d-%H%M%S')}"
-    store = RunStore(folder, save_screens=cfg.devices.screenshots)
+    store = RunStore(folder, screens=cfg.devices.screens)
     identity = {"suite": s.name, "tasks": list(s.tasks), "seed": s.seed, "instances_per_task": s.instances_per_task,
                 "policy": cfg.model.model, "adapter": cfg.model.adapter, "k": cfg.eval.k,
                 "temperature": cfg.model.temperature, "run_seed": cfg.devices.seed}
@@ -214,6 +217,7 @@ def eval_cmd(
                            adapter=cfg.model.adapter)
     report["wall_seconds"] = round(_time.perf_counter() - t0, 2)
     report["run_folder"] = str(folder)
+    report["disk_mb"] = round(store.disk_bytes() / 2**20, 1)
     store.write_json("report.json", report)
     store.close()
     if report["device_recoveries"]:
@@ -239,6 +243,7 @@ def adapt(
     seed: Optional[int] = _SEED,
     settle: Optional[float] = _SETTLE,
     popups: Optional[bool] = _POPUPS,
+    screens: Optional[str] = _SCREENS,
     rounds: Optional[int] = typer.Option(None, help="Adaptation rounds. Default 3."),
     group_size: Optional[int] = typer.Option(None, "--k", "--group-size", help="Sampled attempts per task card. Default 4."),
     objective: Optional[str] = typer.Option(None, help="grpo, rloo, reinforce_pp or sft. Default grpo."),
@@ -256,7 +261,7 @@ def adapt(
     from coadapt.config import load_config
 
     package = app_class(app_name).package
-    overrides = _common_overrides(model, adapter, device, None, None, threads, devices, workers, seed, settle, popups, None)
+    overrides = _common_overrides(model, adapter, device, None, None, threads, devices, workers, seed, settle, popups, screens)
     overrides.update({"adapt.rounds": rounds, "adapt.group_size": group_size, "adapt.objective": objective,
                       "adapt.max_minutes": minutes, "adapt.eval_instances": eval_instances})
     cfg = load_config(config, overrides)

@@ -77,8 +77,9 @@ class DeviceSettings:
     """Seconds to let a real device's UI settle after each action."""
     popups: bool = False
     """Simulated phones show random system popups (permission dialogs, rate-this-app)."""
-    screenshots: bool = True
-    """Save every step's screenshot in the run folder (needed to resume training and to watch)."""
+    screens: str = "changed"
+    """Screenshots saved in the run folder: all (one PNG per step), changed (a screen identical to
+    one already saved is a reference, not a copy) or none. Resuming training needs them."""
     max_infra_retries: int = 2
     """How often an episode cut by a device fault is replayed before it counts as lost."""
 
@@ -87,6 +88,8 @@ class DeviceSettings:
             raise ConfigError(f"devices.workers must be >= 1, got {self.workers}")
         if self.settle < 0:
             raise ConfigError(f"devices.settle must be >= 0 seconds, got {self.settle}")
+        if self.screens not in ("all", "changed", "none"):
+            raise ConfigError(f"devices.screens must be all, changed or none, got {self.screens!r}")
         if self.max_infra_retries < 0:
             raise ConfigError(f"devices.max_infra_retries must be >= 0, got {self.max_infra_retries}")
 

@@ -64,7 +64,7 @@ def collect_rows(per_template: int, seed: int, temperatures: tuple[float, ...], 
     with tempfile.TemporaryDirectory() as tmp:
         for temp in temperatures:
             agents = build_policy(ModelSettings(), temperature=temp)
-            store = RunStore(Path(tmp) / f"t{temp}", save_screens=False)
+            store = RunStore(Path(tmp) / f"t{temp}", screens="none")
             runner = RolloutRunner(build_pool(DeviceSettings(workers=workers, seed=seed)), agents, store,
                                    scorer=GroundTruth(tasks), settings=RolloutSettings(run_seed=seed, store_trees=False))
             res = runner.run(cards, k=1, phase="judge", progress=progress)

@@ -380,7 +380,7 @@ def play_episodes(policy: VLMPolicy, tasks: Sequence[TaskTemplate], lockstep: in
     phones = DevicePool.of([SimDevice(make_apps(packages), SimConfig(serial=f"val-{i}"))
                             for i in range(max(1, min(lockstep, len(tasks))))])
     with tempfile.TemporaryDirectory() as tmp:
-        store = RunStore(tmp, save_screens=False)
+        store = RunStore(tmp, screens="none")
         try:
             runner = RolloutRunner(phones, VLMAgentPolicy(policy, "validation"), store, scorer=GroundTruth(templates),
                                    settings=RolloutSettings(store_trees=False), app_names=label_map())

@@ -123,7 +123,9 @@ class Suite:
     def load(cls, path: str | Path) -> "Suite":
         """Read a suite YAML file; a bare name ("smoke") means tasks/suites/<name>.yaml."""
         p = Path(path)
-        if not p.exists() and p.suffix == "" and (SUITES_DIR / f"{p.name}.yaml").exists():
+        # A bare name is a bundled suite unless a file of that name is here (a folder named `unseen`
+        # in the working directory must not shadow the bundled suite).
+        if not p.is_file() and p.suffix == "" and (SUITES_DIR / f"{p.name}.yaml").exists():
             p = SUITES_DIR / f"{p.name}.yaml"
         try:
             text = p.read_text(encoding="utf-8")

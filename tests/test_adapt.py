@@ -65,7 +65,7 @@ def test_read_vote():
 def oracle_trajs(tmp_path_factory):
     suite = Suite.from_dict({"name": "o", "tasks": ["NotesAddNote", "TodoAddTask", "ExpensesLogExpense"]})
     cards, templates = suite_tasks(suite)
-    store = RunStore(tmp_path_factory.mktemp("o") / "run", save_screens=False)
+    store = RunStore(tmp_path_factory.mktemp("o") / "run", screens="none")
     res = RolloutRunner([SimDevice(make_apps())], OraclePolicy(templates), store).run(cards, phase="t")
     return [res.trajectories[(c.key, 0)] for c in cards]
 

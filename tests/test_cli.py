@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -75,3 +76,19 @@ def test_show_task_prints_the_goal_and_the_first_screen_an_agent_meets():
     assert "No expenses yet" not in out.stdout and "More options" in out.stdout  # the task's data is installed
     bad = run("show", "--task", "NoSuchTask")
     assert bad.returncode == 2 and "unknown task" in bad.stdout
+
+
+def test_eval_screens_changed_stores_repeated_attempts_once_and_reports_its_size(tmp_path):
+    counts = {}
+    for mode in ("all", "changed", "none"):
+        out = run("eval", "--suite", "smoke", "--policy", "oracle", "--k", "2", "--screens", mode,
+                  "--out", str(tmp_path / mode))
+        assert out.returncode == 0, out.stdout + out.stderr
+        report = json.loads((tmp_path / mode / "report.json").read_text())
+        assert report["disk_mb"] > 0 and "disk" in out.stdout
+        counts[mode] = len(list((tmp_path / mode).glob("screens/**/*.png")))
+        steps = report["env_steps"]
+    assert counts["all"] == steps and counts["none"] == 0
+    assert counts["changed"] <= steps / 2, counts  # the oracle's two attempts see the same screens
+    bad = run("eval", "--suite", "smoke", "--screens", "some", "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and "devices.screens must be all, changed or none" in bad.stdout

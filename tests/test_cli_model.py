@@ -32,7 +32,7 @@ def model_dirs(tmp_path_factory, one_thread):
 
 def _eval(model, out, adapter=None) -> tuple[dict, list[str]]:
     args = [sys.executable, "-m", "coadapt.cli", "eval", "--suite", "smoke", "--model", str(model), "--workers", "1",
-            "--threads", "1", "--out", str(out), "--no-screenshots"]
+            "--threads", "1", "--out", str(out), "--screens", "none"]
     if adapter is not None:
         args += ["--adapter", str(adapter)]
     done = subprocess.run(args, capture_output=True, text=True, timeout=900)

@@ -47,7 +47,7 @@ def test_oracle_report(tmp_path):
 
 
 def test_pass_at_k_and_two_devices(tmp_path):
-    store = RunStore(tmp_path / "run", save_screens=False)
+    store = RunStore(tmp_path / "run", screens="none")
     devices = [SimDevice(make_apps()), SimDevice(make_apps())]
     report = run_suite(SMALL, RandomPolicy(), devices, store, k=3)
     assert report["n_episodes"] == 18 and report["k"] == 3
@@ -80,7 +80,7 @@ class FlakyDevice(SimDevice):
 
 
 def test_infra_error_is_rerun_and_counted(tmp_path):
-    store = RunStore(tmp_path / "run", save_screens=False)
+    store = RunStore(tmp_path / "run", screens="none")
     report = run_suite(SMALL, oracle(), [FlakyDevice()], store)
     assert report["success_rate"] == 1.0 and report["n_episodes"] == 6
     assert report["infra_errors"] == 1 and not report["lost_instances"]

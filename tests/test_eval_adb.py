@@ -80,7 +80,7 @@ def test_killing_a_device_mid_suite_loses_no_instance(adb_env, tmp_path):
         adb_env.wait_for(r.serial)
     suite = Suite.from_dict({"name": "fault", "seed": 2, "instances_per_task": 2,
                              "tasks": ["NotesAddNote", "NotesDeleteNote", "NotesPinNote", "NotesCountLabel"]})
-    store = RunStore(tmp_path / "run", save_screens=False)
+    store = RunStore(tmp_path / "run", screens="none")
     pool = adb_pool([r.serial for r in recs], AdbConfig(adb_port=adb_env.port, ui_backend="uiautomator", retries=1,
                                                        backoff_s=0.1, timeout_s=10))
     victim = recs[0]

@@ -58,7 +58,7 @@ def test_k_sampled_attempts_differ_and_reproduce(tmp_path, sampled):
     cards = [c.replace(max_steps=6) for c in cards]
     runs = []
     for name in ("a", "b"):
-        store = RunStore(tmp_path / name, save_screens=False)
+        store = RunStore(tmp_path / name, screens="none")
         res = RolloutRunner([SimDevice(make_apps())], sampled, store).run(cards, k=4, round=0, phase="adapt")
         runs.append(res.trajectories)
         store.close()
@@ -74,7 +74,7 @@ def test_k_sampled_attempts_differ_and_reproduce(tmp_path, sampled):
 def test_random_policy_attempts_differ(tmp_path):
     cards, _ = _cards(6, Suite.from_dict({"name": "s", "tasks": ["NotesAddNote", "ExpensesLogExpense"],
                                           "instances_per_task": 3}))
-    store = RunStore(tmp_path / "r", save_screens=False)
+    store = RunStore(tmp_path / "r", screens="none")
     res = RolloutRunner([SimDevice(make_apps())], RandomPolicy(), store).run(cards, k=3, phase="x")
     same = sum(len({_signature(res.trajectories[(c.key, a)]) for a in range(3)}) == 1 for c in cards)
     assert same == 0

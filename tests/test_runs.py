@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 import coadapt.runs as runs
 from coadapt.android_env.actions import Back, Done, Tap, Type
@@ -20,7 +21,7 @@ from coadapt.android_env.observation import Observation
 from coadapt.android_env.sim import SimDevice
 from coadapt.apps import make_apps
 from coadapt.evaluation import build_report
-from coadapt.runs import (GATES, SCHEMA_VERSION, EpisodeRow, RoundRow, RunStore, RunStoreError, is_locked, list_runs,
+from coadapt.runs import (GATES, SCHEMA_VERSION, SCREENS, EpisodeRow, RoundRow, RunStore, RunStoreError, is_locked, list_runs,
                           lock_holder)
 from coadapt.tasks.suite import Suite
 
@@ -154,7 +155,7 @@ def test_episode_lifecycle_and_new_columns(tmp_path, obs):
 
 
 def test_episode_filters(tmp_path):
-    store = RunStore(tmp_path / "run", save_screens=False)
+    store = RunStore(tmp_path / "run", screens="none")
     a = _episode(store)
     b = _episode(store, phase="adapt", round=1)
     store.finish_episode(b, status="infra_error", steps=0, error="offline")
@@ -176,7 +177,7 @@ def test_load_observation_rebuilds_what_the_agent_saw(tmp_path, obs):
     assert back.size == obs.size and back.package == obs.package and back.step == 0
     with pytest.raises(RunStoreError, match="without its UI tree"):
         store.load_observation(e, 1)
-    unsaved = RunStore(tmp_path / "noscreens", save_screens=False)
+    unsaved = RunStore(tmp_path / "noscreens", screens="none")
     e2 = _episode(unsaved)
     unsaved.add_step(e2, 0, action=Back(), screenshot=obs.screenshot, package=obs.package, elements=[],
                      tree_xml=obs.tree.to_xml())
@@ -239,7 +240,7 @@ def test_metrics(tmp_path):
 
 
 def test_resume_is_keyed_by_phase_round_key_attempt(tmp_path):
-    store = RunStore(tmp_path / "run", save_screens=False)
+    store = RunStore(tmp_path / "run", screens="none")
     ids = {}
     for phase, rnd in (("eval", None), ("adapt", 0), ("adapt", 1)):
         done = _episode(store, phase=phase, round=rnd)
@@ -322,7 +323,7 @@ def test_newer_schema_is_refused(tmp_path):
 
 
 def test_rows_are_read_by_column_name(tmp_path):
-    store = RunStore(tmp_path / "run", save_screens=False)
+    store = RunStore(tmp_path / "run", screens="none")
     e = _episode(store)
     store.add_step(e, 0, action=Back(), screenshot=None, package="p", elements=[])
     con = sqlite3.connect(tmp_path / "run" / "run.db")
@@ -397,7 +398,7 @@ def test_read_only_writes_nothing(tmp_path, obs):
 
 def test_read_only_open_of_a_live_run_sees_new_rows(tmp_path):
     folder = tmp_path / "run"
-    writer = RunStore(folder, save_screens=False)
+    writer = RunStore(folder, screens="none")
     first = _episode(writer)
     viewer = RunStore(folder, readonly=True)  # a live writer: mode=ro through its WAL
     assert [r.id for r in viewer.episodes()] == [first]
@@ -413,7 +414,7 @@ def test_viewer_opened_before_a_resume_sees_its_rows(tmp_path):
     RunStore(folder).close()
     viewer = RunStore.open_readonly(folder)  # nobody writing: immutable
     assert viewer.episodes() == []
-    with RunStore(folder, save_screens=False) as writer:
+    with RunStore(folder, screens="none") as writer:
         _episode(writer)
         assert len(viewer.episodes()) == 1
         _episode(writer, attempt=1)
@@ -421,7 +422,7 @@ def test_viewer_opened_before_a_resume_sees_its_rows(tmp_path):
     viewer.close()
     RunStore(folder).close()  # the last connection to close checkpoints and removes the WAL
     viewer = RunStore.open_readonly(folder)
-    with RunStore(folder, save_screens=False) as writer:  # a whole session while the viewer looks away
+    with RunStore(folder, screens="none") as writer:  # a whole session while the viewer looks away
         _episode(writer, attempt=2)
     assert not list(folder.glob("run.db-*"))
     assert len(viewer.episodes()) == 3
@@ -430,7 +431,7 @@ def test_viewer_opened_before_a_resume_sees_its_rows(tmp_path):
 
 def test_read_only_falls_back_to_immutable_when_mode_ro_fails(tmp_path, monkeypatch):
     folder = tmp_path / "run"
-    writer = RunStore(folder, save_screens=False)
+    writer = RunStore(folder, screens="none")
     _episode(writer)
     writer._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     real = sqlite3.connect
@@ -510,7 +511,7 @@ def test_a_file_is_not_a_run_folder(tmp_path):
 
 def test_lone_surrogates_are_stored_replaced(tmp_path, obs):
     bad = "caf\ud83d"
-    store = RunStore(tmp_path / "run", save_screens=False)
+    store = RunStore(tmp_path / "run", screens="none")
     e = _episode(store, goal=bad, source=bad)
     store.add_step(e, 0, action=Type(text=bad), screenshot=None, package="p", elements=[bad], raw_output=bad,
                    history=[bad], tree_xml=obs.tree.to_xml().replace("Notes", bad, 1), error=bad)
@@ -529,7 +530,7 @@ def test_lone_surrogates_are_stored_replaced(tmp_path, obs):
 
 
 def test_fresh_folder_is_readable_without_coadapt(tmp_path):
-    with RunStore(tmp_path / "run", save_screens=False) as store:
+    with RunStore(tmp_path / "run", screens="none") as store:
         e = _episode(store)
         store.add_step(e, 0, action=Back(), screenshot=None, package="p", elements=[], tree_xml="<hierarchy/>")
     con = sqlite3.connect(tmp_path / "run" / "run.db")
@@ -539,3 +540,61 @@ def test_fresh_folder_is_readable_without_coadapt(tmp_path):
 
     assert zlib.decompress(blob).decode() == "<hierarchy/>"
     assert os.path.exists(tmp_path / "run" / ".lock")
+
+
+def test_identical_screens_are_stored_once_and_every_step_still_reads_its_own(tmp_path):
+    red, blue = Image.new("RGB", (40, 80), (200, 0, 0)), Image.new("RGB", (40, 80), (0, 0, 200))
+    files = {}
+    for mode in SCREENS:
+        store = RunStore(tmp_path / mode, screens=mode)
+        a, b = _episode(store), _episode(store)
+        for e in (a, b):  # two attempts that saw the same screens
+            store.add_step(e, 0, action=Tap(index=0), screenshot=red, package="p", elements=[])
+            store.add_step(e, 1, action=Back(), screenshot=blue, package="p", elements=[])
+        store.add_step(a, 2, action=Back(), screenshot=red, package="p", elements=[])  # back where it started
+        files[mode] = sorted(p.relative_to(tmp_path / mode).as_posix() for p in (tmp_path / mode).glob("screens/**/*.png"))
+        for e, step, colour in ((a, 0, red), (b, 0, red), (a, 1, blue), (b, 1, blue), (a, 2, red)):
+            rec = store.step_record(e, step)
+            assert rec["screen_size"] == [40, 80]
+            if mode != "none":
+                assert Image.open(tmp_path / mode / rec["screen"]).convert("RGB").tobytes() == colour.tobytes()
+        store.close()
+    assert files["all"] == ["screens/1/000.png", "screens/1/001.png", "screens/1/002.png", "screens/2/000.png",
+                            "screens/2/001.png"]
+    assert files["changed"] == ["screens/1/000.png", "screens/1/001.png"]
+    assert files["none"] == []
+    with pytest.raises(RunStoreError, match="screens must be one of"):
+        RunStore(tmp_path / "bad", screens="some")
+
+
+def test_a_step_written_again_never_changes_a_file_another_step_refers_to(tmp_path):
+    red, blue = Image.new("RGB", (40, 80), (200, 0, 0)), Image.new("RGB", (40, 80), (0, 0, 200))
+    store = RunStore(tmp_path / "run")
+    a, b = _episode(store), _episode(store)
+    store.add_step(a, 0, action=Back(), screenshot=red, package="p", elements=[])
+    store.add_step(b, 0, action=Back(), screenshot=red, package="p", elements=[])  # refers to a's file
+    store.add_step(a, 0, action=Back(), screenshot=blue, package="p", elements=[])  # a's step 0 rewritten
+    colour = lambda e: Image.open(tmp_path / "run" / store.step_record(e, 0)["screen"]).getpixel((0, 0))  # noqa: E731
+    assert colour(a) == (0, 0, 200) and colour(b) == (200, 0, 0)
+    store.close()
+
+
+def test_workers_showing_the_same_screen_at_once_write_it_once(tmp_path):
+    shot = Image.new("RGB", (200, 400), (10, 120, 30))
+    store = RunStore(tmp_path / "run")
+    episodes = [_episode(store) for _ in range(8)]
+    barrier = threading.Barrier(len(episodes))
+
+    def worker(e: int) -> None:
+        barrier.wait()
+        store.add_step(e, 0, action=Back(), screenshot=shot, package="p", elements=[])
+
+    threads = [threading.Thread(target=worker, args=(e,)) for e in episodes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(list((tmp_path / "run").glob("screens/**/*.png"))) == 1
+    assert len({store.step_record(e, 0)["screen"] for e in episodes}) == 1
+    assert store.disk_bytes() > (tmp_path / "run" / "run.db").stat().st_size
+    store.close()

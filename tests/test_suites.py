@@ -54,3 +54,9 @@ def test_malformed_suites(tmp_path, text, message):
 def test_missing_suite_file():
     with pytest.raises(TaskError, match="cannot read suite 'nope.yaml': .*; bundled suites: all, seen, smoke, unseen"):
         Suite.load("nope.yaml")
+
+
+def test_a_folder_named_like_a_bundled_suite_does_not_shadow_it(tmp_path, monkeypatch):
+    (tmp_path / "unseen").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert Suite.load("unseen").name == Suite.load(SUITES_DIR / "unseen.yaml").name

@@ -23,6 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Literal, Sequence
 
 import torch
+
+# Before transformers: a torchvision that cannot load beside this torch breaks transformers'
+# imports, and `processor` turns that into a ModelLoadError that says what to fix.
+from .processor import ModelLoadError, load_processor  # isort: skip
+
 from transformers import (AutoModelForImageTextToText, GenerationConfig, LogitsProcessor, LogitsProcessorList,
                           PreTrainedModel, ProcessorMixin)
 
@@ -31,7 +36,6 @@ from coadapt.android_env.errors import ConfigError
 from coadapt.android_env.observation import Observation
 
 from .parser import parse_action
-from .processor import ModelLoadError, load_processor
 from .prompt import PolicyInput, PromptConfig, chat_messages, make_inputs
 from .sampling import RowSampler, constrain, constraint_processors, fresh_seeds, step_logprobs
 

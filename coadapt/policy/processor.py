@@ -7,21 +7,23 @@ stock processor's `input_ids`, `pixel_values`, `image_grid_thw` and `mm_token_ty
 is what the model's M-RoPE needs to give image tokens 3-D positions; without it positions silently
 fall back to 1-D). What they save stays loadable by the stock `AutoProcessor` where torchvision
 exists: the saved class names are the stock ones and a matching video-processor section is kept.
+
+A torchvision that is installed but cannot load beside this torch (the registry's CUDA build next to
+the CPU-only torch) breaks transformers itself; importing this module then raises ModelLoadError
+saying so, instead of transformers' ImportError from deep inside.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
 import json
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Any
-
-from transformers import AutoConfig, AutoProcessor, ProcessorMixin
-from transformers.models.qwen2_5_vl.processing_qwen2_5_vl import Qwen2_5_VLProcessor
-from transformers.models.qwen2_vl.processing_qwen2_vl import Qwen2VLProcessor
 
 from coadapt.android_env.errors import CoadaptError
 
@@ -30,6 +32,86 @@ log = logging.getLogger(__name__)
 
 class ModelLoadError(CoadaptError):
     """A model, processor or adapter folder (or hub id) could not be loaded; the message says why."""
+
+
+def _torchvision_installed() -> bool:
+    try:
+        return importlib.util.find_spec("torchvision") is not None
+    except (ImportError, ValueError):  # a half-imported module left in sys.modules: it is there
+        return True
+
+
+def _torchvision_import_error() -> Exception | None:
+    """What importing torchvision raises; None when it imports or is not installed."""
+    if not _torchvision_installed():
+        return None
+    try:
+        importlib.import_module("torchvision")
+    except Exception as e:  # a torchvision built for another torch fails in many ways on import
+        return e
+    return None
+
+
+def torchvision_usable() -> bool:
+    """True when torchvision imports beside this torch (the stock video processors need it);
+    False when it is missing or broken. Never raises."""
+    if not _torchvision_installed():
+        return False
+    error = _torchvision_import_error()
+    if error is not None:
+        log.debug("torchvision present but unusable: %s", error)
+    return error is None
+
+
+def _dist(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "(version unknown)"
+
+
+def _torch_requirement() -> str:
+    """The torch requirement in torchvision's metadata (e.g. "torch==2.13.0"), or "" when unknown."""
+    try:
+        reqs = importlib.metadata.requires("torchvision") or []
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+    for req in reqs:  # "torch (==2.13.0)" or "torch==2.13.0", maybe with a marker
+        m = re.fullmatch(r"torch\s*\(?\s*([<>=!~][^);]*?)\s*\)?\s*(;.*)?", req.strip())
+        if m:
+            return "torch" + m.group(1).replace(" ", "")
+    return ""
+
+
+def check_torchvision() -> None:
+    """Raise ModelLoadError when torchvision is installed but cannot be imported beside this torch.
+
+    transformers imports torchvision whenever it is installed, so such a torchvision breaks
+    every model load; the message says what to uninstall or install.
+    """
+    error = _torchvision_import_error()
+    if error is None:
+        return
+    first_line = (str(error).strip().splitlines() or [""])[0]
+    wants = _torch_requirement()
+    install = f"`pip install '{wants}'`" if wants else "`pip install torch==<the version it requires>`"
+    raise ModelLoadError(
+        f"torchvision {_dist('torchvision')}{f' (requires {wants})' if wants else ''} is installed but cannot be "
+        f"imported beside torch {_dist('torch')} ({type(error).__name__}: {first_line}); transformers imports "
+        "torchvision whenever it is installed, so no model can load. On a CPU-only machine run "
+        "`pip uninstall torchvision` (coadapt does not need it there); on a GPU machine install the torch build "
+        f"it was made for ({install} from the default index is the CUDA build on Linux x86_64). "
+        "See docs/real-models.md."
+    ) from error
+
+
+try:
+    from transformers import AutoConfig, AutoProcessor, ProcessorMixin
+    from transformers.models.qwen2_5_vl.processing_qwen2_5_vl import Qwen2_5_VLProcessor
+    from transformers.models.qwen2_vl.processing_qwen2_vl import Qwen2VLProcessor
+except Exception:  # transformers reports a broken torchvision as an unrelated missing name
+    check_torchvision()
+    raise
 
 
 def _video_section(image_processor: Any) -> dict[str, Any]:
@@ -94,24 +176,14 @@ IMAGE_ONLY_PROCESSORS: dict[str, type[ProcessorMixin]] = {
 """model_type -> image-only processor class."""
 
 
-def torchvision_usable() -> bool:
-    """True when torchvision imports beside this torch (the stock video processors need it)."""
-    if importlib.util.find_spec("torchvision") is None:
-        return False
-    try:
-        importlib.import_module("torchvision")
-    except Exception as e:  # a torchvision built for another torch fails in many ways on import
-        log.debug("torchvision present but unusable: %s", e)
-        return False
-    return True
-
-
 def load_processor(path: str | os.PathLike) -> ProcessorMixin:
     """The processor of a model folder or hub id (HF_HUB_OFFLINE is respected by transformers).
 
     Qwen2-VL-family models get the image-only processor when torchvision is unusable; every
-    other model goes through the stock `AutoProcessor`. Raises ModelLoadError.
+    other model goes through the stock `AutoProcessor`. Raises ModelLoadError (also when
+    torchvision is installed but broken: `check_torchvision`).
     """
+    check_torchvision()
     try:
         model_type = AutoConfig.from_pretrained(path).model_type
     except (OSError, ValueError) as e:
