@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -24,7 +25,17 @@ console = Console()
 
 @app.callback()
 def _root(verbose: bool = typer.Option(False, "-v", "--verbose", help="Log debug messages.")) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from rich.logging import RichHandler
+
+    # coadapt's own INFO lines (a device recovered, a round rolled back, a resume) are shown;
+    # other libraries speak only at WARNING unless -v.
+    handler = RichHandler(console=console, show_time=False, show_path=False, markup=False)
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(name)s: %(message)s",
+                        handlers=[handler], force=True)
+    logging.getLogger("coadapt").setLevel(logging.DEBUG if verbose else logging.INFO)
+    # No "Loading weights" bars from transformers (read when it is first imported): a job prints
+    # its own progress.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 @app.command()
@@ -133,6 +144,10 @@ _WORKERS = typer.Option(None, help="Simulated phones in parallel (one worker per
 _SEED = typer.Option(None, help="Seed of the simulated phones and of every episode's sampling. Default 0.")
 _SETTLE = typer.Option(None, help="Seconds to let a real device's UI settle after each action. Default 0.")
 _POPUPS = typer.Option(None, "--popups/--no-popups", help="Random system popups on simulated phones. Default off.")
+_ADB_PORT = typer.Option(None, "--adb-port", help="Port of the adb server for --devices (sets $ANDROID_ADB_SERVER_PORT; "
+                         "default: that variable, else 5037). Use another port on a machine shared with other adb users.")
+_KEEP_ADB = typer.Option(False, "--keep-adb-server", help="Leave running an adb server this command had to start "
+                         "for --devices (by default it is stopped when the command ends).")
 _SCREENS = typer.Option(None, "--screens", help="Screenshots saved in the run folder: all, changed (a screen identical to one "
                         "already saved is stored once; default) or none.")
 
@@ -145,9 +160,59 @@ def _common_overrides(model, adapter, device, temperature, top_p, threads, devic
             "devices.screens": screens}
 
 
+class _ProgressLines:
+    """The progress bar's stand-in when output is piped: a plain line every `every` items (and at
+    the end), so a log file shows the run moving instead of nothing until it ends."""
+
+    def __init__(self, label: str, every: int = 25):
+        self.label, self.every, self.console = label, every, console
+        self.tasks: dict[int, dict] = {}
+
+    def __enter__(self) -> "_ProgressLines":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for t in self.tasks.values():
+            if t["completed"] != t["printed"]:
+                self._line(t)
+
+    def add_task(self, description: str, total: float | None = None, **_: object) -> int:
+        self.tasks[len(self.tasks)] = {"description": description, "total": total, "completed": 0, "printed": 0}
+        return len(self.tasks) - 1
+
+    def update(self, tid: int, *, description: str | None = None, total: float | None = None,
+               completed: float | None = None, advance: float | None = None, **_: object) -> None:
+        t = self.tasks[tid]
+        new_phase = (total is not None and total != t["total"]) or completed == 0
+        if description is not None and description != t["description"]:
+            t["description"] = description
+            if new_phase:  # a new stage starts (not just a new loss figure in the same stage)
+                t["printed"] = -1
+        if total is not None:
+            t["total"] = total
+        if completed is not None:
+            t["completed"] = completed
+        if advance:
+            t["completed"] += advance
+        done = t["completed"] and (t["completed"] - max(t["printed"], 0) >= self.every or t["completed"] == t["total"])
+        if done or t["printed"] == -1:
+            self._line(t)
+
+    def advance(self, tid: int, advance: float = 1) -> None:
+        self.update(tid, advance=advance)
+
+    def _line(self, t: dict) -> None:
+        total = "" if t["total"] is None else f"/{int(t['total'])}"
+        self.console.print(f"{self.label} {t['description']}: {int(t['completed'])}{total}", highlight=False)
+        t["printed"] = t["completed"]
+
+
 def _progress_bar(label: str):
+    """A rich progress bar on a terminal; a line every few items when piped."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    if not console.is_terminal:
+        return _ProgressLines(label)
     return Progress(TextColumn(f"[bold]{label}[/] {{task.description}}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=console, transient=True)
 
@@ -168,6 +233,8 @@ def eval_cmd(
     settle: Optional[float] = _SETTLE,
     popups: Optional[bool] = _POPUPS,
     screens: Optional[str] = _SCREENS,
+    adb_port: Optional[int] = _ADB_PORT,
+    keep_adb_server: bool = _KEEP_ADB,
     k: Optional[int] = typer.Option(None, help="Attempts per instance; pass@k is reported when k > 1. Default 1."),
     out: Optional[Path] = typer.Option(None, help="Run folder (reuse it to resume a killed run). Default: runs/eval-<suite>-<policy>-<time>."),
 ) -> None:
@@ -175,10 +242,10 @@ def eval_cmd(
     import time as _time
 
     from coadapt.config import load_config, to_dict
-    from coadapt.evaluation import run_suite, suite_tasks
+    from coadapt.evaluation import suite_tasks
     from coadapt.runs import RunStore, RunStoreError
     from coadapt.tasks.suite import Suite
-    from coadapt.wiring import build_policy, build_pool, rollout_settings
+    from coadapt.wiring import build_policy
 
     cfg = load_config(config, {"eval.suite": suite, "eval.k": k,
                                **_common_overrides(policy, adapter, device, temperature, top_p, threads, devices,
@@ -199,6 +266,39 @@ def eval_cmd(
                             f"{previous.get('policy')}); use another --out")
     store.set_meta("eval", identity)
     store.write_json("config.json", {"kind": "eval", **identity, "config": to_dict(cfg)})
+    with _adb_server(cfg.devices.devices, adb_port, keep_adb_server):
+        report = _eval_on_devices(cfg, s, pol, store, templates)
+    report["run_folder"] = str(folder)
+    report["disk_mb"] = round(store.disk_bytes() / 2**20, 1)
+    store.write_json("report.json", report)
+    store.close()
+    if report["device_recoveries"]:
+        console.print(f"device recoveries: {report['device_recoveries']}, retired: {report['devices_retired'] or 'none'}")
+    _print_eval_report(report, f"{s.name} — {pol.name}")
+    console.print(f"report: {folder / 'report.json'}")
+
+
+def _adb_server(devices: str | None, port: int | None, keep: bool):
+    """The adb server for --devices (started and stopped around the job when none runs); nothing
+    for simulated phones."""
+    from contextlib import nullcontext
+
+    if port is not None:
+        os.environ["ANDROID_ADB_SERVER_PORT"] = str(port)
+    if not devices:
+        return nullcontext()
+    from coadapt.devices import adb_server_for
+
+    return adb_server_for([d.strip() for d in devices.split(",") if d.strip()], keep=keep, say=console.print)
+
+
+def _eval_on_devices(cfg, s, pol, store, templates) -> dict:
+    """Play the suite on the configured devices with a progress bar; the report with its wall time."""
+    import time as _time
+
+    from coadapt.evaluation import run_suite
+    from coadapt.wiring import build_pool, rollout_settings
+
     pool = build_pool(cfg.devices)
     if cfg.devices.devices:
         console.print(f"devices: {cfg.devices.devices} (through the adb server)")
@@ -216,14 +316,7 @@ def eval_cmd(
                            settings=rollout_settings(cfg.devices), templates=templates,
                            adapter=cfg.model.adapter)
     report["wall_seconds"] = round(_time.perf_counter() - t0, 2)
-    report["run_folder"] = str(folder)
-    report["disk_mb"] = round(store.disk_bytes() / 2**20, 1)
-    store.write_json("report.json", report)
-    store.close()
-    if report["device_recoveries"]:
-        console.print(f"device recoveries: {report['device_recoveries']}, retired: {report['devices_retired'] or 'none'}")
-    _print_eval_report(report, f"{s.name} — {pol.name}")
-    console.print(f"report: {folder / 'report.json'}")
+    return report
 
 
 def _run_label(model) -> str:
@@ -244,6 +337,8 @@ def adapt(
     settle: Optional[float] = _SETTLE,
     popups: Optional[bool] = _POPUPS,
     screens: Optional[str] = _SCREENS,
+    adb_port: Optional[int] = _ADB_PORT,
+    keep_adb_server: bool = _KEEP_ADB,
     rounds: Optional[int] = typer.Option(None, help="Adaptation rounds. Default 3."),
     group_size: Optional[int] = typer.Option(None, "--k", "--group-size", help="Sampled attempts per task card. Default 4."),
     objective: Optional[str] = typer.Option(None, help="grpo, rloo, reinforce_pp or sft. Default grpo."),
@@ -266,7 +361,6 @@ def adapt(
                       "adapt.max_minutes": minutes, "adapt.eval_instances": eval_instances})
     cfg = load_config(config, overrides)
     folder = out or Path("runs") / f"adapt-{package.split('.')[-1]}-{_time.strftime('%Y%m%d-%H%M%S')}"
-    plain = not console.is_terminal
     with _progress_bar("adapt") as bar:
         tid = bar.add_task("starting", total=None)
 
@@ -287,10 +381,9 @@ def adapt(
                 bar.console.print(f"resuming after {d['done']} finished round(s)")
             elif event == "ablation":
                 bar.console.print(f"ablation {d['name']}: adapted {d['adapted']:.3f}")
-            if plain and event in ("eval",):
-                bar.console.print(f"ground-truth eval: {d['phase']}")
 
-        result = run_adapt_job(package, cfg, folder, report=report, ablations=ablations, progress=progress)
+        with _adb_server(cfg.devices.devices, adb_port, keep_adb_server):
+            result = run_adapt_job(package, cfg, folder, report=report, ablations=ablations, progress=progress)
     table = Table(title=f"adapt {package}")
     for col in ("", "success", "episodes", "mean steps"):
         table.add_column(col, justify="left" if not col else "right")

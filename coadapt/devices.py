@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
 from coadapt.android_env.adb import AdbConfig, AdbDevice
 from coadapt.android_env.pool import DevicePool, DeviceSlot
 from coadapt.android_env.sim import SimConfig, SimDevice
 from coadapt.apps import make_apps
+
+log = logging.getLogger(__name__)
 
 
 def sim_pool(n: int, seed: int = 0, *, popups: bool = False) -> DevicePool:
@@ -56,3 +64,42 @@ def make_pool(devices: str | None, workers: int, seed: int = 0, *, popups: bool 
         serials = [s.strip() for s in devices.split(",") if s.strip()]
         return adb_pool(serials)
     return sim_pool(workers, seed, popups=popups)
+
+
+def adb_server_port() -> int:
+    """The adb server's port: $ANDROID_ADB_SERVER_PORT (what `--adb-port` sets), else 5037."""
+    return int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
+
+
+@contextmanager
+def adb_server_for(serials: list[str], *, keep: bool = False,
+                   say: Callable[[str], None] = log.info) -> Iterator[int]:
+    """An adb server for the job's devices, yielding its port. One already running is used and left
+    alone; otherwise one is started, the virtual devices `coadapt emulator start` recorded are
+    registered with it, and it is stopped when the job ends, unless `keep`."""
+    from coadapt.emulator.adb_server import AdbServer, server_running
+    from coadapt.emulator.manager import read_records, register
+
+    port = adb_server_port()
+    if server_running(port):
+        yield port
+        return
+    server = AdbServer(port).start()
+    say(f"started an adb server on port {port} for this run")
+    try:
+        for record in read_records():
+            if record.serial in serials:
+                register(record, port)
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline and not set(serials) <= {
+                s for s, state in server.devices().items() if state == "device"}:
+            time.sleep(0.2)
+        yield port
+    finally:
+        if keep:
+            server.detach()
+            say(f"left the adb server on port {port} running (--keep-adb-server); "
+                f"stop it with: adb -P {port} kill-server")
+        else:
+            server.stop()
+            say(f"stopped the adb server this run started on port {port}")

@@ -116,6 +116,10 @@ class AdbServer:
             log.warning("adb kill-server on port %d timed out", self.port)
         self._started = False
 
+    def detach(self) -> None:
+        """Hand the server over: it keeps running after this object's `stop()` and exit."""
+        self._started = False
+
     def __enter__(self) -> "AdbServer":
         return self.start()
 

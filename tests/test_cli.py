@@ -92,3 +92,10 @@ def test_eval_screens_changed_stores_repeated_attempts_once_and_reports_its_size
     assert counts["changed"] <= steps / 2, counts  # the oracle's two attempts see the same screens
     bad = run("eval", "--suite", "smoke", "--screens", "some", "--out", str(tmp_path / "bad"))
     assert bad.returncode == 2 and "devices.screens must be all, changed or none" in bad.stdout
+
+
+def test_piped_output_shows_progress_lines_and_no_third_party_bars(tmp_path):
+    out = run("eval", "--suite", "smoke", "--out", str(tmp_path / "run"), "--workers", "1")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Loading weights" not in out.stdout + out.stderr
+    assert "eval smoke / default: 12/12" in out.stdout

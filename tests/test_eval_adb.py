@@ -110,3 +110,29 @@ def test_killing_a_device_mid_suite_loses_no_instance(adb_env, tmp_path):
     finished_keys = {e.key for e in store.episodes() if e.status == "finished"}
     assert {e.key for e in cut} <= finished_keys, "every cut episode was replayed to the end"
     assert report["device_recoveries"] >= 1 or report["devices_retired"] == [victim.serial]
+
+
+@pytest.mark.slow
+def test_eval_devices_stops_the_adb_server_it_started(tmp_path, monkeypatch):
+    from coadapt.emulator.adb_server import server_running
+
+    port = free_port()
+    monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(port))
+    monkeypatch.setenv("COADAPT_RUNTIME_DIR", str(tmp_path / "runtime"))
+    try:
+        started = cli("emulator", "start", "--virtual", "1")
+        assert started.returncode == 0, started.stdout + started.stderr
+        serial = manager.read_records()[0].serial
+        assert not server_running(port)
+        args = ("eval", "--suite", "smoke", "--policy", "oracle", "--devices", serial, "--adb-port", str(port))
+        ev = cli(*args, "--out", str(tmp_path / "a"))
+        assert ev.returncode == 0, ev.stdout + ev.stderr
+        assert f"started an adb server on port {port}" in ev.stdout and "stopped the adb server" in ev.stdout
+        assert json.loads((tmp_path / "a" / "report.json").read_text())["success_rate"] == 1.0
+        assert not server_running(port), "eval left its adb server behind"
+        kept = cli(*args, "--keep-adb-server", "--out", str(tmp_path / "b"))
+        assert kept.returncode == 0 and "left the adb server" in kept.stdout, kept.stdout + kept.stderr
+        assert server_running(port)
+    finally:
+        manager.stop_virtual_devices(adb_port=port)
+        subprocess.run([AdbServer(port).adb, "-P", str(port), "kill-server"], capture_output=True, timeout=30)
