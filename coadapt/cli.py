@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -255,7 +256,7 @@ def eval_cmd(
     s = Suite.load(cfg.eval.suite)
     _, templates = suite_tasks(s, cfg.eval.space)
     pol = build_policy(cfg.model, templates)
-    folder = out or Path("runs") / f"eval-{s.name}-{_run_label(cfg.model)}-{_time.strftime('%Y%m%d-%H%M%S')}"
+    folder = out or Path("runs") / _folder_name(f"eval-{s.name}-{_run_label(cfg.model)}-{_time.strftime('%Y%m%d-%H%M%S')}")
     store = RunStore(folder, screens=cfg.devices.screens)
     identity = {"suite": s.name, "tasks": list(s.tasks), "seed": s.seed, "instances_per_task": s.instances_per_task,
                 "policy": cfg.model.model, "adapter": cfg.model.adapter, "k": cfg.eval.k,
@@ -317,6 +318,11 @@ def _eval_on_devices(cfg, s, pol, store, templates) -> dict:
                            adapter=cfg.model.adapter)
     report["wall_seconds"] = round(_time.perf_counter() - t0, 2)
     return report
+
+
+def _folder_name(name: str) -> str:
+    """`name` as one path component: a default run folder stays directly under runs/."""
+    return re.sub(r"[^\w.+-]", "_", name).lstrip(".") or "run"
 
 
 def _run_label(model) -> str:
@@ -542,18 +548,17 @@ def pretrain(
     overwrite: bool = typer.Option(False, help="Replace an existing model in --out."),
 ) -> None:
     """Behaviour cloning of the tiny VLM on oracle demonstrations from the SEEN apps only."""
-    import yaml
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from coadapt.android_env.errors import ConfigError
     from coadapt.pretrain import PretrainConfig, run_pretrain
+    from coadapt.tasks.suite import read_yaml_file
 
     data: dict = {}
     if config is not None:
-        try:
-            data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as e:
-            raise ConfigError(f"cannot read pretrain config {config}: {e}") from e
+        data = read_yaml_file(config, ConfigError, "pretrain config") or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{config}: a pretrain config is a mapping of PretrainConfig fields")
     overrides = {"out": out, "steps": steps, "minutes": minutes, "batch_size": batch_size, "lr": lr, "seed": seed,
                  "threads": threads}
     data.update({k: v for k, v in overrides.items() if v is not None})

@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-import yaml
 
 from coadapt.adapt.config import AdaptConfig
 from coadapt.android_env.errors import ConfigError
 from coadapt.evaluation import EvalConfig
+from coadapt.tasks.suite import read_yaml_file
+
+MAX_ATTEMPTS = 1000
+"""Upper bound of eval.k and adapt.group_size: more attempts per task is a typo, not a plan."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,11 @@ class DeviceSettings:
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise ConfigError(f"devices.workers must be >= 1, got {self.workers}")
+        if self.devices is not None:
+            serials = [d.strip() for d in self.devices.split(",") if d.strip()]
+            twice = sorted({d for d in serials if serials.count(d) > 1})
+            if twice:
+                raise ConfigError(f"devices.devices: {', '.join(twice)} is listed twice; give each serial once")
         if self.settle < 0:
             raise ConfigError(f"devices.settle must be >= 0 seconds, got {self.settle}")
         if self.screens not in ("all", "changed", "none"):
@@ -174,12 +182,7 @@ def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | N
     value; None values are skipped, so unset CLI options keep the file's values)."""
     data: dict[str, Any] = {}
     if path is not None:
-        try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        except OSError as e:
-            raise ConfigError(f"cannot read config {path}: {e.strerror}") from e
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not valid YAML: {e}") from e
+        loaded = read_yaml_file(path, ConfigError, "config")
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"{path}: a config is a mapping with sections model, devices, eval, adapt")
         data = {k: dict(v or {}) if isinstance(v, dict) or v is None else v for k, v in (loaded or {}).items()}
@@ -191,7 +194,12 @@ def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | N
         if not isinstance(sec, dict):
             raise ConfigError(f"config section {section!r} must be a mapping")
         sec[name] = value
-    return from_mapping(CoadaptConfig, data, where=str(path) if path else "config")
+    cfg = from_mapping(CoadaptConfig, data, where=str(path) if path else "config")
+    if cfg.eval.k > MAX_ATTEMPTS:
+        raise ConfigError(f"eval.k must be at most {MAX_ATTEMPTS} attempts per instance, got {cfg.eval.k}")
+    if cfg.adapt.group_size > MAX_ATTEMPTS:
+        raise ConfigError(f"adapt.group_size must be at most {MAX_ATTEMPTS} attempts per task, got {cfg.adapt.group_size}")
+    return cfg
 
 
 def to_dict(cfg: Any) -> Any:

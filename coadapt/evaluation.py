@@ -91,10 +91,19 @@ def run_suite(suite: Suite, policy: Policy, devices: Sequence[Device] | DevicePo
 def build_report(store: RunStore, keys: Sequence[str], policy: str, *, k: int, phase: str = "eval",
                  round: int | None = None, lost: Sequence[str] = ()) -> dict[str, Any]:
     """Success rates and the rest, from the scored episodes in the store. An episode without a
-    ground-truth score (none was computed) is counted apart, never as a failure."""
+    ground-truth score (none was computed) is counted apart, never as a failure. Each
+    (phase, round, key, attempt) counts once, by its newest finished row, whatever the store holds."""
     rows = [r for r in store.episodes(phase=phase) if r.policy == policy and r.round == round]
     wanted = set(keys)
-    done = [r for r in rows if r.status == "finished" and r.key in wanted and r.attempt < k]
+    # One row per (phase, round, key, attempt), the newest: a store written before the one-writer
+    # lock may hold several finished rows for one attempt, and each attempt counts once.
+    newest: dict[tuple, Any] = {}
+    for r in rows:
+        if r.status == "finished" and r.key in wanted and r.attempt < k:
+            ident = (r.phase, r.round, r.key, r.attempt)
+            if ident not in newest or r.id > newest[ident].id:
+                newest[ident] = r
+    done = sorted(newest.values(), key=lambda r: r.id)
     scored = [r for r in done if r.success is not None]
     infra = [r for r in rows if r.status == "infra_error" and r.key in wanted]
     by_key: dict[str, list[float]] = defaultdict(list)

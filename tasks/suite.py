@@ -8,6 +8,7 @@ instances can never be instances an agent adapted or was pretrained on.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,43 @@ from .registry import get_template, templates_for_app, templates_for_group
 SEED_SPACES: dict[str, int] = {"eval": 0, "adapt": 1, "pretrain": 2, "explore": 3}
 _SPACE_SHIFT = 48
 SUITES_DIR = Path(__file__).parent / "suites"
+MAX_YAML_BYTES = 1 << 20
+"""Suite and config files are a few lines; a larger file is refused before it is parsed."""
+_BAD_NAME_RE = re.compile(r"[/\\\x00]")
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """The safe loader, refusing aliases (`*name`): a few lines of nested aliases expand to
+    billions of nodes when walked ("billion laughs"), and suite and config files need none."""
+
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in coadapt files", mark)
+        return super().compose_node(parent, index)
+
+
+def read_yaml_file(path: str | Path, error: type[Exception], what: str) -> Any:
+    """Parse the small YAML file `path` (a suite, a config) with the safe loader, refusing
+    aliases, files over MAX_YAML_BYTES and text that is not UTF-8. Every failure raises
+    `error` with one line naming the file; `what` names the file's role ("suite", "config")."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            data = f.read(MAX_YAML_BYTES + 1)
+    except OSError as e:
+        raise error(f"cannot read {what} {str(path)!r}: {e.strerror or e}") from e
+    if len(data) > MAX_YAML_BYTES:
+        raise error(f"{p}: too large for a {what} file (over {MAX_YAML_BYTES >> 20} MiB)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{p}: not UTF-8 text (byte {e.start}); a {what} file is YAML") from e
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as e:
+        detail = " ".join(str(e).split())  # one line
+        raise error(f"{p}: not valid YAML: {detail}") from e
 
 
 def instance_seed(space: str, suite_seed: int, task: str, index: int) -> int:
@@ -90,6 +128,9 @@ class Suite:
         name = data.get("name")
         if not isinstance(name, str) or not name:
             raise TaskError(f"{source}: 'name' must be a non-empty string")
+        # The name becomes part of a run folder's name (runs/eval-<name>-...).
+        if _BAD_NAME_RE.search(name) or name in (".", ".."):
+            raise TaskError(f"{source}: 'name' must be a plain name without '/', '\\' or NUL, got {name!r}")
         seed = data.get("seed", 0)
         n = data.get("instances_per_task", 1)
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
@@ -127,13 +168,9 @@ class Suite:
         # in the working directory must not shadow the bundled suite).
         if not p.is_file() and p.suffix == "" and (SUITES_DIR / f"{p.name}.yaml").exists():
             p = SUITES_DIR / f"{p.name}.yaml"
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as e:
+        if not p.is_file():
             known = ", ".join(sorted(f.stem for f in SUITES_DIR.glob("*.yaml")))
-            raise TaskError(f"cannot read suite {str(path)!r}: {e.strerror}; bundled suites: {known}") from e
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise TaskError(f"{p}: not valid YAML: {e}") from e
-        return cls.from_dict(data, source=str(p))
+            # Never opened: a FIFO or a device would block the read.
+            reason = "Is a directory" if p.is_dir() else "No such file" if not p.exists() else "not a regular file"
+            raise TaskError(f"cannot read suite {str(path)!r}: {reason}; bundled suites: {known}")
+        return cls.from_dict(read_yaml_file(p, TaskError, "suite"), source=str(p))

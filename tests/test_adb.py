@@ -324,3 +324,37 @@ def test_missing_adb_server_is_reported_not_started(tmp_path):
     with pytest.raises(DeviceOfflineError, match=f"adb -P {port} start-server"):
         dev.shell("echo hi")
     assert dev.state() == "absent" and not dev.ping()
+
+
+# --------------------------------------------------------------------------- hostile text and bad dumps
+
+
+@pytest.mark.parametrize("backend", ["auto", "uiautomator"])
+def test_control_characters_typed_keep_the_dump_valid_xml(adb_server, vdev, backend):
+    """Typed control characters must not break the dump: uiautomator writes each character XML
+    1.0 forbids as '.', so the dump stays parseable and u2 stays in use."""
+    dev = make_device(adb_server, vdev, backend)
+    dev.launch(NOTES)
+    fab = dev.ui_tree().find(content_desc="New note")[0]
+    dev.tap(*fab.bounds.center)
+    dev.input_text("a\u0001b\x0bc\x00d\ufffee\ttab")  # u2's clipboard, or the ADB keyboard
+    for dialect in ("u2", "stock"):
+        parse_xml(vdev.run(vdev.phone.dump_xml, dialect))
+    focused = [e for e in dev.ui_tree() if e.focused and e.editable]
+    assert focused[0].text == "a.b.c.d.e\ttab"
+    assert dev.ui_backend_in_use == ("u2" if backend == "auto" else "uiautomator")
+    dev.close()
+
+
+def test_unparseable_u2_dump_falls_back_for_that_call_only(adb_server, vdev):
+    dev = make_device(adb_server, vdev, "auto", dump_retries=1)
+    dev.launch(NOTES)
+    assert dev.ui_backend_in_use == "u2"
+    vdev.run(vdev.phone.fail_u2_dumps, "malformed", 2)
+    assert NOTES in dev.ui_tree().packages          # this call: read with `uiautomator dump`
+    assert dev.ui_backend_in_use == "u2", "one bad dump must not switch uiautomator2 off for the run"
+    assert not vdev.phone.u2_dump_faults
+    vdev.run(vdev.phone.fail_u2_dumps, "malformed", 1)
+    assert NOTES in dev.ui_tree().packages          # u2's retry reads the good dump
+    assert not vdev.phone.u2_dump_faults and dev.ui_backend_in_use == "u2"
+    dev.close()

@@ -99,3 +99,42 @@ def test_piped_output_shows_progress_lines_and_no_third_party_bars(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Loading weights" not in out.stdout + out.stderr
     assert "eval smoke / default: 12/12" in out.stdout
+
+
+def test_hostile_input_is_refused_with_one_line_errors(tmp_path):
+    """Bad suites, configs and options end in one `error:` line and exit 2, before any work."""
+    # A "billion laughs": nine levels of nine aliases (9**9 strings once expanded).
+    ALIAS_BOMB = "name: bomb\ntasks: [NotesAddNote]\ndescription:\n  - &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"  - &{b} [{', '.join([f'*{a}'] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
+    (tmp_path / "evil.yaml").write_text("name: ../../evil\ntasks: [NotesAddNote]\n")
+    (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00binary\x80\x81")
+    (tmp_path / "bomb.yaml").write_text(ALIAS_BOMB)
+    (tmp_path / "bomb_config.yaml").write_text(
+        "model:\n  model:\n" + "".join("    " + line + "\n" for line in ALIAS_BOMB.splitlines()[3:]))
+    ev = ("eval", "--policy", "random")
+    cases = [
+        ((*ev, "--suite", "evil.yaml"), "must be a plain name"),
+        ((*ev, "--suite", "bin.yaml"), "not UTF-8 text"),
+        ((*ev, "--suite", "bomb.yaml"), "aliases"),
+        ((*ev, "--suite", "smoke", "--config", "bin.yaml"), "not UTF-8 text"),
+        ((*ev, "--suite", "smoke", "--config", "bomb_config.yaml"), "aliases"),
+        ((*ev, "--suite", "smoke", "--k", "100000"), "eval.k must be at most 1000"),
+        (("adapt", "--app", "com.example.expenses", "--k", "5000"), "adapt.group_size must be at most 1000"),
+        ((*ev, "--suite", "smoke", "--workers", "0"), "workers must be >= 1"),
+        ((*ev, "--suite", "smoke", "--threads", "0"), "threads must be >= 1"),
+        ((*ev, "--suite", "smoke", "--devices", "emulator-5554,emulator-5556,emulator-5554"),
+         "emulator-5554 is listed twice"),
+        (("pretrain", "--config", "bin.yaml"), "not UTF-8 text"),
+        (("pretrain", "--config", "bomb.yaml"), "aliases"),
+    ]
+    for args, message in cases:
+        try:
+            out = subprocess.run([sys.executable, "-m", "coadapt.cli", *args], capture_output=True, text=True,
+                                 cwd=tmp_path, timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{args} did not fail fast") from None
+        assert out.returncode == 2, (args, out.stdout, out.stderr[-2000:])
+        lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], (args, out.stdout)
+        assert "Traceback" not in out.stderr, (args, out.stderr[-2000:])
+    assert not (tmp_path / "runs").exists() and not any(tmp_path.parent.glob("evil*"))

@@ -152,3 +152,35 @@ def test_resume_refuses_a_different_run(tmp_path):
     assert subprocess.run(base + ["--policy", "oracle"], capture_output=True, text=True).returncode == 0
     other = subprocess.run(base + ["--policy", "random"], capture_output=True, text=True)
     assert other.returncode == 2 and "different evaluation" in other.stdout
+
+
+def test_report_counts_each_attempt_once_despite_duplicate_rows(tmp_path):
+    """A store written before the one-writer lock may hold two finished rows for one
+    (phase, round, key, attempt); the report counts the newest (highest id) only."""
+    from coadapt.evaluation import build_report
+    store = RunStore(tmp_path / "run", screens="none")
+    db = sqlite3.connect(store.db_path)
+    cols = ("key, attempt, task, app, goal, seed, policy, phase, round, status, steps, invalid_steps, declared,"
+            " success, started, ended")
+
+    def add(key, attempt, success, steps, phase="eval", round=None, status="finished"):
+        db.execute(f"INSERT INTO episodes({cols}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                   (key, attempt, "NotesAddNote", "com.example.notes", "g", 1, "p", phase, round, status, steps, 0,
+                    "done", success, 1.0, 2.0))
+
+    add("A#0", 0, 1.0, 3)
+    add("A#0", 0, 0.0, 9)             # duplicate, newer: it is the one counted
+    add("A#0", 0, 0.0, 9)             # and a third copy of it
+    add("A#1", 0, 1.0, 4)
+    add("A#1", 1, 0.0, 5)             # attempt 1 is another attempt, not a duplicate
+    add("A#1", 0, 0.0, 7, phase="adapt")           # other phase: not this report's
+    add("A#1", 0, 0.0, 7, round=2)                 # other round: not this report's
+    db.commit()
+    db.close()
+    report = build_report(store, ["A#0", "A#1"], "p", k=2)
+    assert report["n_episodes"] == 3
+    assert report["success_rate"] == 1 / 3          # A#0: 0.0 (newest), A#1/0: 1.0, A#1/1: 0.0
+    assert report["env_steps"] == 9 + 4 + 5
+    assert report["pass_at_k"] == 0.5
+    assert report["per_task"]["NotesAddNote"]["n"] == 3
+    assert build_report(store, ["A#0", "A#1"], "p", k=1)["n_episodes"] == 2

@@ -232,3 +232,17 @@ def test_explore_command_rejects_bad_input(tmp_path):
         r = _cli("explore", *args)
         assert r.returncode == 2 and words in (r.stdout + r.stderr).lower(), r.stdout + r.stderr
         assert "Traceback" not in r.stderr
+
+
+def test_a_search_field_is_not_refilled_on_every_visit():
+    """A search box filters the list it sits above; filling it like a form on each arrival (as
+    before) emptied the list every time, so no row was ever opened."""
+    from coadapt.explore.explorer import Event, is_search
+
+    assert is_search(Event("type", "type:search:search recipes", "Search recipes", 3, "x"))
+    assert not is_search(Event("type", "type:name:e.g. lemon pasta", "e.g. Lemon pasta", 3, "x"))
+    ex = _explore("com.example.recipes", "greedy", 60)
+    titles = {n.title for n in ex.graph.nodes.values()}
+    assert "Recipe" in titles, titles  # a recipe's own page, reached by tapping a row
+    typed = [s for s in ex.steps if s.event.kind == "type" and is_search(s.event)]
+    assert len(typed) <= 2

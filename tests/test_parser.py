@@ -346,3 +346,72 @@ def test_pathological_input_is_fast(screen: Observation, junk: str) -> None:
     start = time.perf_counter()
     assert isinstance(parse_action(junk, screen), (Invalid, Tap, Back))
     assert time.perf_counter() - start < 30.0
+
+
+# --------------------------------------------------------------------------- lone surrogates
+
+_SURROGATE_RE = __import__("re").compile("[\ud800-\udfff]")
+
+
+def _strings_of(action) -> list[str]:
+    from dataclasses import fields as dc_fields
+    return [v for f in dc_fields(action) if isinstance(v := getattr(action, f.name), str)]
+
+
+def _no_lone_surrogates(action) -> None:
+    for s in _strings_of(action):
+        assert not _SURROGATE_RE.search(s), (action, s)
+        s.encode("utf-8")  # a lone surrogate would raise UnicodeEncodeError here
+
+
+@pytest.mark.parametrize("text, kind, field", [
+    ('{"action_type": "answer", "text": "\\ud83d"}', Done, "answer"),               # JSON escape
+    ('{"action_type": "input_text", "text": "a\\udc00b"}', Type, "text"),          # JSON, low half
+    ("{'action_type': 'answer', 'text': '\\ud83d'}", Done, "answer"),             # literal_eval fallback
+    ('type("\ud83d")', Type, "text"),                                              # call form, raw char
+    ('type("\\ud83d")', Type, "text"),                                             # call form, escape
+    ('type "\ud83d"', Type, "text"),                                               # quoted text form
+    ('done "x\udfff"', Done, "answer"),
+    ("finished(content='\ud83d')", Done, "answer"),                               # UI-TARS
+    ('open_app("\ud83d")', OpenApp, "app_name"),
+    ('infeasible("\ud800")', Infeasible, "reason"),
+])
+def test_lone_surrogates_become_replacement_char(screen: Observation, text: str, kind: type, field: str) -> None:
+    action = parse_action(text, screen)
+    assert isinstance(action, kind), action
+    _no_lone_surrogates(action)
+    assert "\ufffd" in getattr(action, field)
+
+
+def test_surrogate_pair_escapes_still_decode_to_the_character(screen: Observation) -> None:
+    action = parse_action('{"action_type": "answer", "text": "\\ud83d\\ude00"}', screen)
+    assert action == Done("\U0001F600")
+
+
+def test_invalid_output_keeps_no_lone_surrogate(screen: Observation) -> None:
+    action = parse_action("gibberish \ud83d", screen)
+    assert isinstance(action, Invalid)
+    _no_lone_surrogates(action)
+
+
+def test_literal_eval_fallback_prints_no_warnings(screen: Observation, capfd: pytest.CaptureFixture[str]) -> None:
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        action = parse_action("{'action_type': 'answer', 'text': '\\d\\q'}", screen)
+    assert isinstance(action, Done)
+    assert not caught, [str(w.message) for w in caught]
+    assert "Warning" not in capfd.readouterr().err
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    template=st.sampled_from([
+        '{{"action_type": "answer", "text": "{}"}}', "{{'action_type': 'input_text', 'text': '{}'}}",
+        'type("{}")', 'type "{}"', 'done("{}")', "finished(content='{}')", 'open_app "{}"', "{}",
+    ]),
+    body=st.lists(st.sampled_from(["a", "\\ud83d", "\\ude00", "\ud83d", "\ude00", "\\n", "\U0001F600", " "]),
+                  max_size=6).map("".join),
+)
+def test_fuzz_no_action_holds_a_lone_surrogate(screen: Observation, template: str, body: str) -> None:
+    _no_lone_surrogates(parse_action(template.format(body), screen))

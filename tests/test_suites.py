@@ -60,3 +60,34 @@ def test_a_folder_named_like_a_bundled_suite_does_not_shadow_it(tmp_path, monkey
     (tmp_path / "unseen").mkdir()
     monkeypatch.chdir(tmp_path)
     assert Suite.load("unseen").name == Suite.load(SUITES_DIR / "unseen.yaml").name
+
+
+# A "billion laughs": nine levels of nine aliases, 9**9 strings once expanded. The description is
+# a valid key, so nothing refuses it before something walks it.
+ALIAS_BOMB = "name: bomb\ntasks: [NotesAddNote]\ndescription:\n  - &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"  - &{b} [{', '.join([f'*{a}'] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"name: ../../evil\ntasks: [NotesAddNote]\n", "'name' must be a plain name"),
+    (b"name: a/b\ntasks: [NotesAddNote]\n", "'name' must be a plain name"),
+    (b"name: a\\\\b\ntasks: [NotesAddNote]\n", "'name' must be a plain name"),
+    (b"name: '..'\ntasks: [NotesAddNote]\n", "'name' must be a plain name"),
+    (b"\xff\xfe\x00binary\x80\x81", "not UTF-8 text"),
+    (ALIAS_BOMB.encode(), "aliases"),
+    (b"name: x\ntasks: [NotesAddNote]\ndescription: " + b"y" * (2 << 20) + b"\n", "too large"),
+])
+def test_hostile_suite_files_are_refused_quickly(tmp_path, data, message):
+    import time
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(data)
+    start = time.perf_counter()
+    with pytest.raises(TaskError, match=message) as info:
+        Suite.load(path)
+    assert time.perf_counter() - start < 5.0
+    assert str(path) in str(info.value)
+
+
+def test_plain_suite_names_still_load():
+    for name in ("my suite", "unseen-v2", "a.b_c+1"):
+        assert Suite.from_dict({"name": name, "tasks": ["NotesAddNote"]}).name == name

@@ -16,6 +16,7 @@ Nothing here reads app state: exploration sees only what is on screen.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 from dataclasses import dataclass, field
@@ -47,6 +48,9 @@ _RISKY = ("delete", "remove", "discard", "clear", "reset", "sign out", "log out"
 """Words of labels that destroy data or leave: tried last."""
 _SUBMIT = ("save", "done", "ok", "add", "create", "submit", "confirm", "apply", "send")
 """Words of labels that submit a form: tried first once every field of the screen is filled."""
+_SEARCH = ("search", "filter", "find")
+"""Words of a field that filters what a screen shows rather than feeding a form: typed into once,
+late, never refilled on every visit (that would hide the list it filters)."""
 _NUMERIC = ("amount", "price", "cost", "total", "quantity", "qty", "number", "minutes", "hours", "count", "age",
             "year", "duration", "weight", "size", "$")
 _WORDS = ("Blue", "River", "Maple", "Quiet", "North", "Amber", "Cedar", "Lucky", "Silver", "Orchid")
@@ -129,6 +133,18 @@ def sample_text(e: UiElement, rng: random.Random) -> str:
     return f"{rng.choice(_WORDS)} {rng.choice(_NOUNS)}"
 
 
+def is_search(ev: Event) -> bool:
+    """A text field that searches or filters the screen (not a form field)."""
+    return ev.kind == "type" and any(w in f"{normalise(ev.label)} {ev.signature}" for w in _SEARCH)
+
+
+def _search_text(tree: UiTree, rng: random.Random) -> str | None:
+    """A word from a row the screen lists, so the search finds something."""
+    words = [w for x in tree.elements if x.visible and x.text and _list_ancestor(tree, x) is not None
+             for w in x.text.split()[:1] if len(w) > 2 and w.isalpha()]
+    return rng.choice(words) if words else None
+
+
 def screen_events(obs: Observation, rng: random.Random) -> list[Event]:
     """Every event of a screen, one per distinct target (a list's rows count once per kind)."""
     tree = obs.tree
@@ -139,7 +155,10 @@ def screen_events(obs: Observation, rng: random.Random) -> list[Event]:
             continue  # under a menu, a drawer or a dialog: a tap would only close it
         if e.editable:
             sig = f"type:{e.short_id}:{normalise(e.hint or e.content_desc)}"
-            out.setdefault(sig, Event("type", sig, e.hint or e.content_desc or e.short_id, i, sample_text(e, rng)))
+            ev = Event("type", sig, e.hint or e.content_desc or e.short_id, i, sample_text(e, rng))
+            if is_search(ev):
+                ev = dataclasses.replace(ev, text=_search_text(tree, rng) or ev.text)
+            out.setdefault(sig, ev)
             continue
         owner = _clickable_owner(tree, e)
         if owner is not None:
@@ -165,6 +184,8 @@ def _priority(ev: Event, known: set[str]) -> tuple[int, int]:
         return (9, 0)
     if any(w in label for w in _RISKY):
         return (7, 0)
+    if is_search(ev):
+        return (8, 0)
     if ev.kind == "type":
         return (1, 0)
     if ev.kind == "scroll":
@@ -277,7 +298,7 @@ class Explorer:
         if self.strategy == "model":
             decision = agent.act(obs)
             return Event.of(decision.action)
-        fields = [e for e in events if e.kind == "type"]
+        fields = [e for e in events if e.kind == "type" and not is_search(e)]
         unfilled = [e for e in fields if (facts.key, e.signature) not in self._typed]
         if unfilled:
             return unfilled[0]  # fill a form again on every visit: a submit needs filled fields
@@ -287,7 +308,7 @@ class Explorer:
             if submit:
                 self._submitted.add(submit[0].signature)
                 return submit[0]
-        untried = [e for e in untried if e.kind != "type"]
+        untried = [e for e in untried if e.kind != "type" or is_search(e)]
         if untried:
             best = min(untried, key=lambda e: _priority(e, self._known))
             top = [e for e in untried if _priority(e, self._known) == _priority(best, self._known)]

@@ -36,6 +36,11 @@ element's text, content description or hint: exact match first, then case-insens
 unique case-insensitive substring. Among several equal matches the one the action can use is
 preferred (clickable for taps, editable for typing, scrollable for scrolls), then the first in
 document order.
+
+Text. Every string an action carries is valid Unicode: a lone surrogate (half a UTF-16 pair, which
+JSON escapes such as `"\\ud83d"` and Python escapes can spell) is replaced with U+FFFD, the way a
+UTF-8 decoder treats a broken sequence; a split pair is joined. The action stays usable (a typed
+answer keeps its other characters) and can be logged, stored, and sent over ADB.
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ import json
 import logging
 import math
 import re
-from dataclasses import dataclass, fields
+import warnings
+from dataclasses import dataclass, fields, replace
 from typing import Callable, Literal
 
 from coadapt.android_env.actions import (
@@ -103,7 +109,11 @@ def _json_candidates(text: str) -> list[tuple[int, dict]]:
             chunk = _balanced(text, start)
             if chunk is not None and len(chunk) <= 4000:
                 try:
-                    obj = ast.literal_eval(chunk)
+                    # Model text such as '\\d' is an invalid escape to Python's compiler, which
+                    # warns on stderr (SyntaxWarning from 3.12, DeprecationWarning before).
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        obj = ast.literal_eval(chunk)
                 except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                     obj = None
         if isinstance(obj, dict) and isinstance(obj.get("action_type"), str):
@@ -147,12 +157,33 @@ def parse_action(text: str, obs: Observation, *, image_size: tuple[int, int] | N
     that image's pixels; None reads them as 0-1000 relative (see the module docstring).
     Never raises: unparseable or unresolvable output gives `Invalid(text, reason)`.
     """
-    raw = text if isinstance(text, str) else str(text)
+    raw = _valid_unicode(text if isinstance(text, str) else str(text))
     try:
-        return _parse(raw, obs, image_size)
+        return _with_valid_unicode(_parse(raw, obs, image_size))
     except Exception as e:  # the contract is "never raises": a parser bug must not end an episode
         log.warning("parser failed on %r: %s: %s", raw[:200], type(e).__name__, e)
-        return Invalid(raw, f"parser error: {type(e).__name__}: {e}")
+        return Invalid(raw, _valid_unicode(f"parser error: {type(e).__name__}: {e}"))
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_unicode(s: str) -> str:
+    """`s` with each lone surrogate replaced by U+FFFD (a split surrogate pair is joined)."""
+    if not _SURROGATE_RE.search(s):
+        return s
+    return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _with_valid_unicode(action: Action) -> Action:
+    """The one exit of parsing: no string field of the action may hold a lone surrogate.
+
+    Escapes decoded on the way (JSON, Python literals, quoted strings) can make surrogates the
+    raw text did not hold, so the finished action is checked, whichever format it came from.
+    """
+    changes = {f.name: _valid_unicode(v) for f in fields(action)  # type: ignore[arg-type]
+               if isinstance(v := getattr(action, f.name), str) and _SURROGATE_RE.search(v)}
+    return replace(action, **changes) if changes else action  # type: ignore[type-var]
 
 
 def _parse(raw: str, obs: Observation, image_size: tuple[int, int] | None) -> Action:
