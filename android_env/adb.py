@@ -17,6 +17,7 @@ are retried here, a bounded number of times with exponential backoff, and nowher
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import logging
@@ -27,7 +28,7 @@ import socket
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, TypeVar
+from typing import Any, Callable, Iterator, Literal, TypeVar
 
 from PIL import Image, UnidentifiedImageError
 
@@ -432,14 +433,16 @@ class AdbDevice:
             return "absent"
 
     def ping(self, timeout_s: float = 5.0) -> bool:
-        """True when the device is online and runs a shell command within `timeout_s`."""
-        if self.state() != "device":
-            return False
-        try:
-            r = self._adb.shell2("echo ping", timeout=timeout_s, v2=False)
-            return r.returncode == 0 and r.output.strip() == "ping"
-        except Exception:  # any failure is "unhealthy"; the caller decides what to do
-            return False
+        """True when the device is online and runs a shell command within `timeout_s` (every
+        socket wait of the check is capped at it: a frozen device reads as dead in seconds)."""
+        with self._adb.capped(timeout_s):
+            if self.state() != "device":
+                return False
+            try:
+                r = self._adb.shell2("echo ping", timeout=timeout_s, v2=False)
+                return r.returncode == 0 and r.output.strip() == "ping"
+            except Exception:  # any failure is "unhealthy"; the caller decides what to do
+                return False
 
     healthy = ping
 
@@ -624,6 +627,13 @@ class AdbDevice:
                 return self._dump_u2(u2)
             except DeviceOfflineError:
                 raise
+            except _BadU2Dump as e:
+                # uiautomator2 answered, with a dump we cannot read: this screen's problem, not
+                # the session's. Read this one with `uiautomator dump`; keep u2 for the next.
+                if self.config.ui_backend == "u2":
+                    raise
+                log.info("%s: %s; reading this screen with `uiautomator dump`", self.serial, e)
+                return self._dump_uiautomator()
             except DeviceError as e:
                 if self.config.ui_backend == "u2":
                     raise
@@ -647,7 +657,7 @@ class AdbDevice:
                 log.info("%s: %s: %s; retry in %.2fs", self.serial, what, problem, delay)
                 self._sleep(delay)
                 delay *= 2
-        raise DeviceError(f"UI dump failed {self.config.dump_retries + 1} times: {problem}", command=what, serial=self.serial)
+        raise _BadU2Dump(f"UI dump failed {self.config.dump_retries + 1} times: {problem}", command=what, serial=self.serial)
 
     def _dump_uiautomator(self) -> UiTree:
         # Remove the old file first: a refused dump leaves the previous screen's file behind.
@@ -740,13 +750,18 @@ class AdbDevice:
         self._shell_checked(f"am broadcast -a ADB_INPUT_B64 --es msg {b64}")
 
 
+class _BadU2Dump(DeviceError):
+    """uiautomator2 answered every try with an empty or unparseable hierarchy (a per-call
+    problem: the session works, so it is kept)."""
+
+
 def _adbutils_device(config: AdbConfig, serial: str) -> tuple[Any, Any]:
     """An adbutils (client, device) pair tuned for many small requests.
 
     adbutils asks the server for its version before every device command (one more connection
     each time) and leaves Nagle's algorithm on, so uiautomator2's HTTP requests, written as
     headers then body, stall ~40 ms on delayed ACKs. The client here asks once and sets
-    TCP_NODELAY on its connections.
+    TCP_NODELAY on its connections, and the device caps every socket wait at `config.timeout_s`.
     """
     import adbutils  # local: adbutils is only needed once an ADB device is used
 
@@ -763,8 +778,48 @@ def _adbutils_device(config: AdbConfig, serial: str) -> tuple[Any, Any]:
             conn.conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             return conn
 
+    class CappedAdbDevice(adbutils.AdbDevice):
+        """An adbutils device whose every socket wait is capped at our timeout.
+
+        adbutils defaults each call to 600 s, and uiautomator2 and adbutils' own helpers
+        (open_shell, get_state, create_connection, ...) call without a timeout; a frozen device
+        (its TCP connection open, nothing answering) would block them for ten minutes. All of
+        them open their connection through `open_transport` and `shell`, so capping those two
+        caps everything this device object does. `capped(s)` lowers the cap for one block.
+        """
+
+        def __init__(self, client: Any, serial: str, timeout_s: float):
+            super().__init__(client, serial=serial)
+            self.cap_s = timeout_s
+
+        def _cap(self, timeout: float | None) -> float:
+            return self.cap_s if timeout is None or timeout <= 0 or timeout > self.cap_s else timeout
+
+        def open_transport(self, command: str | None = None, timeout: float | None = None):  # type: ignore[override]
+            return super().open_transport(command, timeout=self._cap(timeout))
+
+        def shell(self, cmdargs, stream=False, timeout=None, encoding="utf-8", rstrip=True):  # type: ignore[override]
+            out = super().shell(cmdargs, stream=stream, timeout=self._cap(timeout), encoding=encoding, rstrip=rstrip)
+            if stream:
+                # Opening was capped; the stream itself lives as long as its process (uiautomator2
+                # launches its server this way and reads until it exits), so it may be silent.
+                out.conn.settimeout(None)
+            return out
+
+        def shell2(self, cmdargs, timeout=None, encoding="utf-8", rstrip=False, v2=False):  # type: ignore[override]
+            return super().shell2(cmdargs, timeout=self._cap(timeout), encoding=encoding, rstrip=rstrip, v2=v2)
+
+        @contextlib.contextmanager
+        def capped(self, timeout_s: float) -> Iterator[None]:
+            before = self.cap_s
+            self.cap_s = min(before, timeout_s)
+            try:
+                yield
+            finally:
+                self.cap_s = before
+
     client = Client(host=config.adb_host, port=config.server_port, socket_timeout=config.timeout_s)
-    return client, adbutils.AdbDevice(client, serial=serial)
+    return client, CappedAdbDevice(client, serial=serial, timeout_s=config.timeout_s)
 
 
 class _U2Input:

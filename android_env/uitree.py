@@ -341,15 +341,29 @@ def _b(v: bool) -> str:
     return "true" if v else "false"
 
 
+# Characters XML 1.0 forbids (C0 controls but tab/LF/CR, lone surrogates, U+FFFE/U+FFFF).
+_XML_FORBIDDEN_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(value: str) -> str:
+    """`value` with each character XML 1.0 forbids replaced by '.', as uiautomator's
+    AccessibilityNodeInfoDumper does (typed control characters must not make a dump unparseable)."""
+    return _XML_FORBIDDEN_RE.sub(".", value)
+
+
+def _attr(value: str) -> str:
+    return quoteattr(xml_safe(value))
+
+
 def element_attrs(e: UiElement, dialect: XmlDialect) -> str:
     """The attribute string of one <node>, in the order the dialect's dumps use."""
     parts = [
         f'index="{e.sibling_index}"',
-        f"text={quoteattr(e.text)}",
-        f"resource-id={quoteattr(e.resource_id)}",
-        f"class={quoteattr(e.class_name)}",
-        f"package={quoteattr(e.package)}",
-        f"content-desc={quoteattr(e.content_desc)}",
+        f"text={_attr(e.text)}",
+        f"resource-id={_attr(e.resource_id)}",
+        f"class={_attr(e.class_name)}",
+        f"package={_attr(e.package)}",
+        f"content-desc={_attr(e.content_desc)}",
         f'checkable="{_b(e.checkable)}"',
         f'checked="{_b(e.checked)}"',
         f'clickable="{_b(e.clickable)}"',
@@ -367,7 +381,7 @@ def element_attrs(e: UiElement, dialect: XmlDialect) -> str:
     # Newer Android's stock dumps also carry drawing-order and hint; keep them when known.
     if dialect == "u2" or e.drawing_order is not None:
         parts.append(f'drawing-order="{e.drawing_order or 0}"')
-        parts.append(f"hint={quoteattr(e.hint)}")
+        parts.append(f"hint={_attr(e.hint)}")
     if dialect == "u2":
         parts.append(f'display-id="{e.display_id or 0}"')
     if e.naf:

@@ -29,12 +29,13 @@ def main() -> None:
     ap.add_argument("--apps", default=",".join(sorted(UNSEEN_APPS)), help="comma-separated packages")
     ap.add_argument("--out", type=Path, default=Path("runs") / f"bench-adapt-{time.strftime('%Y%m%d-%H%M%S')}")
     ap.add_argument("--threads", type=int, default=2, help="torch threads per app run")
+    ap.add_argument("--ceiling", action="store_true", help="also the oracle-imitation ceiling per app (reference only)")
     args = ap.parse_args()
     rows = []
     for app in args.apps.split(","):
         folder = args.out / app.split(".")[-1]
         cmd = [sys.executable, "-m", "coadapt.cli", "adapt", "--app", app, "--out", str(folder),
-               "--threads", str(args.threads)]
+               "--threads", str(args.threads)] + (["--ceiling"] if args.ceiling else [])
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
@@ -43,12 +44,13 @@ def main() -> None:
         print(f"{app}: base {rows[-1]['base']['success_rate']:.3f} adapted {rows[-1]['adapted']['success_rate']:.3f}",
               flush=True)
     table = Table(title="coadapt adapt, default config, unseen apps")
-    for col in ("app", "base", "adapted", "gain", "verifier precision", "accepted +", "adapt s", "env steps", "peak RSS MB"):
+    for col in ("app", "base", "adapted", "gain", "ceiling", "verifier precision", "accepted +", "adapt s", "env steps", "peak RSS MB"):
         table.add_column(col, justify="left" if col == "app" else "right")
     for r in rows:
         v = r["verifier"]
         table.add_row(r["app"].removeprefix("com.example."), f"{r['base']['success_rate']:.3f}", f"{r['adapted']['success_rate']:.3f}",
-                      f"{r['gain']:+.3f}", "-" if v["precision"] is None else f"{v['precision']:.2f}",
+                      f"{r['gain']:+.3f}", f"{r['ceiling']['success_rate']:.3f}" if "ceiling" in r else "-",
+                      "-" if v["precision"] is None else f"{v['precision']:.2f}",
                       str(v["accepted_positive"]), f"{r['adapt_wall_clock_s']:.0f}", str(r["env_steps"]),
                       f"{r['peak_rss_mb']:.0f}")
     if rows:
@@ -56,6 +58,7 @@ def main() -> None:
         table.add_section()
         table.add_row("mean", f"{mean(lambda r: r['base']['success_rate']):.3f}",
                       f"{mean(lambda r: r['adapted']['success_rate']):.3f}", f"{mean(lambda r: r['gain']):+.3f}",
+                      f"{mean(lambda r: r['ceiling']['success_rate']):.3f}" if all("ceiling" in r for r in rows) else "-",
                       "", "", f"{mean(lambda r: r['adapt_wall_clock_s']):.0f}", f"{mean(lambda r: r['env_steps']):.0f}",
                       f"{max(r['peak_rss_mb'] for r in rows):.0f}")
     Console(width=max(120, Console().width)).print(table)

@@ -80,7 +80,8 @@ def replay_success(card: TaskCard, task: TaskTemplate, actions: list, device, de
 
 
 def run_adapt_job(app: str, cfg: CoadaptConfig, out: Path, *, report: bool = True, base: bool = True,
-                  ablations: bool = False, progress: ProgressFn | None = None) -> dict[str, Any]:
+                  ablations: bool = False, ceiling: bool = False, progress: ProgressFn | None = None
+                  ) -> dict[str, Any]:
     """Adapt to `app`; with `report`, evaluate the adapted policy (and with `base` the base policy,
     before adapting) by ground truth on the app's eval instances."""
     say = progress or (lambda e, d: None)
@@ -89,13 +90,14 @@ def run_adapt_job(app: str, cfg: CoadaptConfig, out: Path, *, report: bool = Tru
         raise ConfigError(f"adapt needs a model policy to update, not {cfg.model.model!r}")
     store = RunStore(out, screens=cfg.devices.screens)
     try:
-        return _run(app, package, cfg, out, store, report=report, base=base, ablations=ablations, say=say)
+        return _run(app, package, cfg, out, store, report=report, base=base, ablations=ablations, ceiling=ceiling,
+                    say=say)
     finally:
         store.close()
 
 
 def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore, *, report: bool, base: bool,
-         ablations: bool, say: ProgressFn) -> dict[str, Any]:
+         ablations: bool, ceiling: bool, say: ProgressFn) -> dict[str, Any]:
     from coadapt.adapt.loop import adapt
     from coadapt.adapt.verifier import FeatureJudge, ModelJudge, Verifier
     from coadapt.policy.agent import VLMAgentPolicy
@@ -123,15 +125,16 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
                               "adapt_cards": len(train_cards), "check_cards": len(check_cards),
                               "eval_instances": len(eval_cards), "config": to_dict(a)}
 
-    def evaluate(phase: str) -> dict[str, Any]:
+    def evaluate(phase: str, who: VLMAgentPolicy | None = None) -> dict[str, Any]:
         from coadapt.adapt.loop import greedy
 
+        who = who or agents
         say("eval", {"phase": phase, "total": len(eval_cards)})
-        runner = RolloutRunner(pool, agents, store, scorer=GroundTruth(eval_tasks), settings=settings,
+        runner = RolloutRunner(pool, who, store, scorer=GroundTruth(eval_tasks), settings=settings,
                                annotate=episode_fields)
-        with greedy(agents):
+        with greedy(who):
             res = runner.run(eval_cards, k=1, phase=phase, keep=False)
-        rep = build_report(store, [c.key for c in eval_cards], agents.name, k=1, phase=phase, lost=res.lost)
+        rep = build_report(store, [c.key for c in eval_cards], who.name, k=1, phase=phase, lost=res.lost)
         return {k: rep[k] for k in ("success_rate", "n_episodes", "per_task", "mean_steps", "env_steps",
                                     "invalid_action_rate", "declared", "infra_errors", "wandering_rate",
                                     "information_rate") if k in rep}
@@ -162,6 +165,22 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
         if base:
             result["gain"] = round(result["adapted"]["success_rate"] - result["base"]["success_rate"], 4)
         result["verifier"] = verifier_quality(store, summary, train_cards, package, a.seed, a.instances_per_template)
+    if report and ceiling:
+        # Reference only: the same number of optimizer steps spent imitating the oracle on the
+        # adapt instances, from a fresh adapter (ground truth, after the method has finished).
+        from coadapt.ceiling import oracle_samples, train_ceiling
+
+        say("ceiling", {})
+        ref = build_policy(cfg.model, temperature=a.temperature)
+        assert isinstance(ref, VLMAgentPolicy)
+        budget = sum(int(r.get("train_optimizer_steps") or 0) for r in summary["rounds"])
+        adapted_on = {c.key for c in train_cards}
+        tasks = {k: t for k, t in instances(package, "adapt", a.seed, a.instances_per_template + 1).items()
+                 if k in adapted_on}
+        trained = train_ceiling(ref, oracle_samples(ref, pool, tasks, settings), a, budget)
+        result["ceiling"] = {**evaluate("eval_ceiling", ref), "training": trained}
+        if base:
+            result["ceiling_gain"] = round(result["ceiling"]["success_rate"] - result["base"]["success_rate"], 4)
     if ablations:
         result["ablations"] = run_ablations(app, cfg, out, progress=say)
     result["wall_clock_s"] = round(time.monotonic() - t_start, 1)

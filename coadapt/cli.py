@@ -351,6 +351,8 @@ def adapt(
     minutes: Optional[float] = typer.Option(None, help="Wall-clock budget of the adaptation in minutes. Default 15."),
     eval_instances: Optional[int] = typer.Option(None, help="Eval instances per template in the before/after report. Default 10."),
     report: bool = typer.Option(True, "--report/--no-report", help="Measure base and adapted success by ground truth (after adapting)."),
+    ceiling: bool = typer.Option(False, "--ceiling", help="Also report a ceiling: the loop's update budget spent imitating "
+                                 "the oracle on the adapt instances (ground truth; a reference line, not the method)."),
     ablations: bool = typer.Option(False, "--ablations", help="Also adapt without the gate, turn credit, relabelling, and with each objective."),
     out: Optional[Path] = typer.Option(None, help="Run folder (pass it again to resume a killed run). Default: runs/adapt-<app>-<time>."),
 ) -> None:
@@ -385,15 +387,18 @@ def adapt(
                 bar.console.print(line)
             elif event == "start" and d.get("done"):
                 bar.console.print(f"resuming after {d['done']} finished round(s)")
+            elif event == "ceiling":
+                bar.console.print("ceiling: imitating the oracle with the same update budget (reference only)")
             elif event == "ablation":
                 bar.console.print(f"ablation {d['name']}: adapted {d['adapted']:.3f}")
 
         with _adb_server(cfg.devices.devices, adb_port, keep_adb_server):
-            result = run_adapt_job(package, cfg, folder, report=report, ablations=ablations, progress=progress)
+            result = run_adapt_job(package, cfg, folder, report=report, ablations=ablations, ceiling=ceiling,
+                                   progress=progress)
     table = Table(title=f"adapt {package}")
     for col in ("", "success", "episodes", "mean steps"):
         table.add_column(col, justify="left" if not col else "right")
-    for name in ("base", "adapted"):
+    for name in ("base", "adapted", "ceiling"):
         if name in result:
             r = result[name]
             table.add_row(name, f"{r['success_rate']:.3f}", str(r["n_episodes"]), f"{r['mean_steps']:.1f}")

@@ -28,7 +28,7 @@ DUMP_FAULTS = {
     "idle": "could not get idle state.",
     "null_root": "null root node returned by UiTestAutomationBridge.",
 }
-U2_DUMP_FAULTS = ("empty", "no_children")
+U2_DUMP_FAULTS = ("empty", "no_children", "malformed")
 _DIRS = ("/", "/data", "/data/local", "/data/local/tmp", "/sdcard", "/storage", "/storage/emulated", "/storage/emulated/0")
 
 
@@ -110,13 +110,14 @@ class Phone:
         self.dump_faults.extend([kind] * count)
 
     def fail_u2_dumps(self, kind: str, count: int = 1) -> None:
-        """Make the next `count` uiautomator2 dumps come back empty (empty, no_children)."""
+        """Make the next `count` uiautomator2 dumps come back empty (empty, no_children) or as
+        XML no parser accepts (malformed: a raw control character, as old u2 servers wrote)."""
         if kind not in U2_DUMP_FAULTS:
             raise ValueError(f"u2 dump fault {kind!r}; valid: {', '.join(U2_DUMP_FAULTS)}")
         self.u2_dump_faults.extend([kind] * count)
 
     def inject_fault(self, args: list[str]) -> tuple[bytes, int]:
-        """`cmd coadapt fault anr|crash [PKG] | dump idle|null_root [N] | u2dump empty|no_children [N] | clear`."""
+        """`cmd coadapt fault anr|crash [PKG] | dump idle|null_root [N] | u2dump empty|no_children|malformed [N] | clear`."""
         try:
             if args[:1] in (["anr"], ["crash"]):
                 d = self.show_dialog(args[0], args[1] if len(args) > 1 else None)  # type: ignore[arg-type]
@@ -188,6 +189,8 @@ class Phone:
             kind = self.u2_dump_faults.popleft()
             if kind == "empty":
                 return ""
+            if kind == "malformed":
+                return self.dump_xml("u2").replace('text="', 'text="\x01', 1)
             return "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>\r\n<hierarchy rotation=\"0\" />"
         return self.dump_xml("stock" if root_in_active else "u2")
 

@@ -148,7 +148,7 @@ def adapted(tmp_path_factory, one_thread):
 
     with mock.patch.object(adapt_loop, "adapt", firewalled(adapt_loop.adapt)), \
             mock.patch.object(adaptation, "explore_for_adapt", firewalled(adaptation.explore_for_adapt)):
-        report = run_adapt_job("com.example.todo", CoadaptConfig(adapt=TINY), out)
+        report = run_adapt_job("com.example.todo", CoadaptConfig(adapt=TINY), out, ceiling=True)
     return out, report
 
 
@@ -178,6 +178,12 @@ def test_adapt_runs_behind_the_firewall_and_reports(adapted):
     # eval instances are disjoint from the adapt ones
     eval_seeds = {e.seed for e in store.episodes(phase="eval_base")}
     assert eval_seeds and eval_seeds.isdisjoint({e.seed for e in adapt_eps})
+    # the ceiling: the loop's update budget spent imitating the oracle, evaluated on the same instances
+    budget = sum(r["train_optimizer_steps"] for r in report["rounds"])
+    ceiling = report["ceiling"]
+    assert ceiling["n_episodes"] == report["adapted"]["n_episodes"]
+    assert ceiling["training"]["samples"] > 0 and ceiling["training"]["optimizer_steps"] >= budget
+    assert {e.seed for e in store.episodes(phase="eval_ceiling")} == eval_seeds
     store.close()
 
 

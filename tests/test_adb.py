@@ -358,3 +358,62 @@ def test_unparseable_u2_dump_falls_back_for_that_call_only(adb_server, vdev):
     assert NOTES in dev.ui_tree().packages          # u2's retry reads the good dump
     assert not vdev.phone.u2_dump_faults and dev.ui_backend_in_use == "u2"
     dev.close()
+
+
+# --------------------------------------------------------------------------- frozen devices
+
+
+def _timed(fn, limit_s: float = 90.0):
+    """(result or exception, seconds) of `fn()`, run in a thread so a hang fails the test."""
+    box: list = []
+
+    def run() -> None:
+        try:
+            box.append(fn())
+        except Exception as e:  # the test inspects it
+            box.append(e)
+
+    t0 = time.monotonic()
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    th.join(limit_s)
+    assert box, f"still blocked after {limit_s:.0f}s (adbutils' 600 s default timeout?)"
+    return box[0], time.monotonic() - t0
+
+
+def test_frozen_device_is_declared_dead_within_seconds(adb_server, tmp_path):
+    """A device daemon stopped with SIGSTOP keeps its TCP connection open and answers nothing:
+    every call must give up on our timeout, never adbutils' 600 s default."""
+    import os
+    import signal
+
+    from coadapt.android_env.errors import DeviceTimeoutError
+    from coadapt.android_env.pool import shell_health
+    from coadapt.emulator import manager
+    from coadapt.emulator.adb_server import free_port
+
+    rec = manager.start_virtual_devices(1, runtime=tmp_path, adb_port=adb_server.port, apps=(NOTES,),
+                                        ports=[free_port()])[0]
+    try:
+        adb_server.wait_for(rec.serial)
+        cfg = AdbConfig(adb_port=adb_server.port, timeout_s=3, retries=1, backoff_s=0.1)
+        dev = AdbDevice(rec.serial, cfg, sleep=Sleeps())
+        assert dev.ping() and NOTES in (dev.launch(NOTES) or dev.ui_tree().packages)
+        assert dev.ui_backend_in_use == "u2"
+        os.kill(rec.pid, signal.SIGSTOP)
+        try:
+            alive, took = _timed(dev.ping)
+            assert alive is False and took < 10, (alive, took)
+            alive, took = _timed(lambda: shell_health(dev))
+            assert alive is False and took < 10, (alive, took)
+            for call in (lambda: dev.shell("echo hi"), dev.ui_tree, dev.screenshot, lambda: dev.tap(5, 5)):
+                err, took = _timed(call)
+                assert isinstance(err, DeviceError), err
+                assert took < 3 * 2 * 2 + 5, (err, took)  # timeout_s x (1 + retries), u2 then shell, + slack
+            assert isinstance(_timed(lambda: dev.shell("echo hi"))[0], DeviceTimeoutError)
+        finally:
+            os.kill(rec.pid, signal.SIGCONT)
+        fresh = AdbDevice(rec.serial, cfg, sleep=Sleeps())
+        assert _timed(fresh.ping)[0] is True
+    finally:
+        manager.stop_virtual_devices(runtime=tmp_path, adb_port=adb_server.port)
