@@ -327,7 +327,7 @@ class AdbDevice:
                 self._u2_call(u2, "setClipboard", [None, text])
                 self._u2_call(u2, "pasteClipboard", {})
                 return
-            except DeviceOfflineError:
+            except (DeviceOfflineError, _Unresponsive):
                 raise
             except DeviceError as e:
                 self._u2_failed(e)
@@ -524,7 +524,7 @@ class AdbDevice:
         for attempt in range(self.config.retries + 1):
             try:
                 return fn()
-            except DeviceOfflineError:
+            except (DeviceOfflineError, _Unresponsive):
                 raise
             except Exception as e:
                 err = self._translate(what, e)
@@ -532,6 +532,11 @@ class AdbDevice:
                     raise
                 if isinstance(err, DeviceOfflineError) or attempt == self.config.retries:
                     raise err from e
+                if isinstance(err, DeviceTimeoutError) and not self.ping(timeout_s=min(_FROZEN_PING_S, self.config.timeout_s)):
+                    # Timed out and cannot echo either: the device is frozen, not busy. Retrying
+                    # (and falling back to another UI backend) would only multiply the wait.
+                    raise _Unresponsive(f"no answer within {self.config.timeout_s:g}s, nor to a ping (device frozen?)",
+                                        command=err.command, serial=self.serial) from e
                 log.info("%s: %s failed (%s); retry %d/%d in %.2fs", self.serial, what, err, attempt + 1,
                          self.config.retries, delay)
                 self._sleep(delay)
@@ -625,7 +630,7 @@ class AdbDevice:
         if u2 is not None:
             try:
                 return self._dump_u2(u2)
-            except DeviceOfflineError:
+            except (DeviceOfflineError, _Unresponsive):
                 raise
             except _BadU2Dump as e:
                 # uiautomator2 answered, with a dump we cannot read: this screen's problem, not
@@ -695,7 +700,7 @@ class AdbDevice:
             import uiautomator2
 
             self._u2 = self._retry("uiautomator2 connect", lambda: uiautomator2.connect(self._adb))
-        except DeviceOfflineError:
+        except (DeviceOfflineError, _Unresponsive):
             raise
         except (DeviceError, ImportError) as e:
             if self.config.ui_backend == "u2":
@@ -723,7 +728,7 @@ class AdbDevice:
             try:
                 via_u2(_U2Input(self, u2))
                 return
-            except DeviceOfflineError:
+            except (DeviceOfflineError, _Unresponsive):
                 raise
             except DeviceError as e:
                 self._u2_failed(e)
@@ -748,6 +753,14 @@ class AdbDevice:
             self._ime_ready = True
         b64 = base64.b64encode(text.encode("utf-8")).decode()
         self._shell_checked(f"am broadcast -a ADB_INPUT_B64 --es msg {b64}")
+
+
+_FROZEN_PING_S = 5.0
+"""After a timeout, a device that cannot echo within this many seconds is taken as frozen."""
+
+
+class _Unresponsive(DeviceTimeoutError):
+    """A call timed out and the device failed a ping too: no retry, no fallback backend."""
 
 
 class _BadU2Dump(DeviceError):

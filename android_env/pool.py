@@ -27,9 +27,19 @@ class NoDeviceError(DeviceError):
     """Every device of the pool was retired (none could be recovered)."""
 
 
+HEALTH_TIMEOUT_S = 5.0
+"""How long the default health check waits for a device's answer, in seconds."""
+
+
 def shell_health(device: Device) -> bool:
-    """Default health check: the device answers a shell command."""
+    """Default health check: the device answers a shell command within HEALTH_TIMEOUT_S.
+
+    A device with a `ping(timeout_s)` (AdbDevice) is pinged: its `shell` would wait its full
+    command timeout, with retries, on a frozen device."""
     try:
+        ping = getattr(device, "ping", None)
+        if callable(ping):
+            return bool(ping(timeout_s=HEALTH_TIMEOUT_S))
         return device.shell("echo ok").strip() == "ok"
     except (CoadaptError, OSError):
         return False

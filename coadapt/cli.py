@@ -519,6 +519,11 @@ def verifier_train(
     from coadapt.adapt.verifier import WEIGHTS_FILE
     from coadapt.judge_training import train_judge
 
+    if workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
+    if per_template < 1:
+        raise ConfigError(f"--per-template must be >= 1, got {per_template}")
+
     with _progress_bar("verifier") as bar:
         tid = bar.add_task("seen-app attempts", total=None)
 

@@ -124,6 +124,8 @@ def test_hostile_input_is_refused_with_one_line_errors(tmp_path):
         ((*ev, "--suite", "smoke", "--threads", "0"), "threads must be >= 1"),
         ((*ev, "--suite", "smoke", "--devices", "emulator-5554,emulator-5556,emulator-5554"),
          "emulator-5554 is listed twice"),
+        (("verifier", "train", "--workers", "0", "--out", "w.json"), "--workers must be >= 1"),
+        (("pretrain", "--threads", "0", "--out", "m"), "threads must be a positive integer"),
         (("pretrain", "--config", "bin.yaml"), "not UTF-8 text"),
         (("pretrain", "--config", "bomb.yaml"), "aliases"),
     ]

@@ -89,3 +89,27 @@ def test_lease_context_marks_faulty_on_device_error():
             p.dead = True
             slot.device.shell("echo hi")
     assert pool.retired == ["a"]
+
+
+def test_default_health_check_pings_with_a_short_timeout():
+    """A device with ping(timeout_s) is pinged for ~5 s, never asked a shell command that would
+    wait its full command timeout (with retries) on a frozen device."""
+    from coadapt.android_env.pool import HEALTH_TIMEOUT_S, shell_health
+
+    class Pingable(Phone):
+        def __init__(self, answer: bool):
+            super().__init__("p")
+            self.answer, self.asked = answer, []
+
+        def ping(self, timeout_s: float = 30.0) -> bool:
+            self.asked.append(timeout_s)
+            return self.answer
+
+        def shell(self, cmd: str) -> str:
+            raise AssertionError("the health check must not use shell() when ping() exists")
+
+    for answer in (True, False):
+        dev = Pingable(answer)
+        assert shell_health(dev) is answer
+        assert dev.asked == [HEALTH_TIMEOUT_S] and HEALTH_TIMEOUT_S <= 5.0
+    assert shell_health(Phone("s")) and not shell_health(Phone("d", dead=True))
