@@ -3,26 +3,48 @@
 The adb server connects, sends CNXN, and we answer with our own CNXN (no AUTH: the device is
 "authorized", like `ro.adb.secure=0`). Each OPEN names a service; `opener(name)` returns the
 coroutine that serves it (or None to refuse with CLSE). Streams use classic stop-and-wait flow
-control: every WRTE we send waits for the host's OKAY before the next one. Protocol facts:
-shared/notes/adb-protocol.md.
+control: every WRTE we send waits for the host's OKAY before the next one, and the host's WRTEs
+are acknowledged only while the service keeps up reading them. The transport runs at the version
+and payload size the host's CNXN negotiates (checksummed packets for peers older than
+A_VERSION_SKIP_CHECKSUM). Every buffer is bounded (see the limits below): what would exceed a
+limit is refused, never queued. Protocol facts: shared/notes/adb-protocol.md.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
-from typing import Awaitable, Callable
+from typing import AsyncIterator, Awaitable, Callable
 
 from .protocol import (
-    A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_WRTE, HEADER, MAX_PAYLOAD, Message,
-    ProtocolError, unpack_header,
+    A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_VERSION_SKIP_CHECKSUM, A_WRTE, HEADER, MAX_PAYLOAD,
+    MAX_PAYLOAD_V1, Message, ProtocolError, negotiate, unpack_header,
 )
 
 log = logging.getLogger(__name__)
 
 ACK_TIMEOUT_S = 120.0
 """How long a stream waits for the host to acknowledge one WRTE before giving up on it."""
+
+# Resource limits. A client on loopback must not be able to grow the daemon's memory without
+# bound nor starve the other clients of the device; beyond a limit the request is refused.
+MAX_CONNECTIONS = 32
+"""Transports served at once; a further TCP connection is closed at once."""
+MAX_STREAMS_PER_CONNECTION = 128
+"""Open streams per transport; a further OPEN is refused with CLSE (the client sees "closed")."""
+MAX_BUSY_PER_CONNECTION = 8
+"""Streams of one transport computing or sending a reply at once; the rest wait their turn, so a
+client that floods OPENs queues behind itself while other transports keep their own turns."""
+MAX_PENDING_PER_STREAM = 32 * 1024 * 1024
+"""Bytes one reply may hold before the host acknowledged them (a raw 1080x2400 screencap is 10 MB);
+a larger reply closes the stream instead."""
+MAX_PENDING_PER_CONNECTION = 64 * 1024 * 1024
+"""Unacknowledged reply bytes of all streams of one transport; a reply beyond it closes its stream."""
+MAX_INBOX_PER_STREAM = 1024 * 1024
+"""Bytes the host may send that the service has not read yet; past it our OKAY is held back, so
+the host (stop-and-wait) sends nothing more until the service reads."""
 
 
 class StreamClosed(Exception):
@@ -42,16 +64,35 @@ class Stream:
         self._readable = asyncio.Event()
         self._acked = asyncio.Event()
         self._acked.set()
+        self._ack_owed = False
         self.peer_closed = False
         self.closed = False
 
     # ---------------------------------------------------------------- fed by the connection
 
     def _feed(self, data: bytes) -> None:
+        """Queue a WRTE's payload; acknowledge it now, or once the service has read enough."""
+        if self._ack_owed:
+            # The host sent again before we acknowledged: it ignores flow control, so it could
+            # fill any buffer. Drop the stream instead.
+            log.warning("closing %r: the host wrote past an unacknowledged WRTE", self.service)
+            self._chunks.clear()
+            self._buffered = 0
+            self.close()
+            return
         if data:
             self._chunks.append(data)
             self._buffered += len(data)
         self._readable.set()
+        if self._buffered <= MAX_INBOX_PER_STREAM:
+            self.conn.send(Message(A_OKAY, self.local_id, self.remote_id))
+        else:
+            self._ack_owed = True
+
+    def _consumed(self) -> None:
+        if self._ack_owed and self._buffered <= MAX_INBOX_PER_STREAM and not (self.closed or self.peer_closed):
+            self._ack_owed = False
+            self.conn.send(Message(A_OKAY, self.local_id, self.remote_id))
 
     def _peer_close(self) -> None:
         self.peer_closed = True
@@ -72,6 +113,7 @@ class Stream:
             await self._readable.wait()
         chunk = self._chunks.popleft()
         self._buffered -= len(chunk)
+        self._consumed()
         return chunk
 
     async def read_exact(self, n: int) -> bytes:
@@ -90,23 +132,40 @@ class Stream:
             if take < len(chunk):
                 self._chunks.appendleft(chunk[take:])
             self._buffered -= take
+        self._consumed()
         return bytes(out)
 
     async def write(self, data: bytes) -> None:
-        """Send `data` as WRTE messages of at most the negotiated payload size."""
+        """Send `data` as WRTE messages of at most the negotiated payload size. StreamClosed if
+        the host goes away, or if `data` would exceed the unacknowledged-bytes limits."""
+        conn = self.conn
+        if len(data) > MAX_PENDING_PER_STREAM or conn.pending + len(data) > MAX_PENDING_PER_CONNECTION:
+            log.warning("closing %r: a reply of %d bytes with %d unacknowledged on the transport exceeds the limit",
+                        self.service, len(data), conn.pending)
+            raise StreamClosed(f"{self.service}: reply of {len(data)} bytes over the pending limit")
         view = memoryview(data)
-        step = self.conn.max_payload
-        for start in range(0, len(view), step):
-            if self.peer_closed or self.closed:
-                raise StreamClosed(self.service)
-            self._acked.clear()
-            self.conn.send(Message(A_WRTE, self.local_id, self.remote_id, bytes(view[start : start + step])))
-            try:
-                await asyncio.wait_for(self._acked.wait(), ACK_TIMEOUT_S)
-            except asyncio.TimeoutError as e:
-                raise StreamClosed(f"{self.service}: host never acknowledged a write") from e
-            if self.peer_closed:
-                raise StreamClosed(self.service)
+        step = conn.max_payload
+        conn.pending += len(data)
+        try:
+            for start in range(0, len(view), step):
+                if self.peer_closed or self.closed:
+                    raise StreamClosed(self.service)
+                self._acked.clear()
+                conn.send(Message(A_WRTE, self.local_id, self.remote_id, bytes(view[start : start + step])))
+                try:
+                    await asyncio.wait_for(self._acked.wait(), ACK_TIMEOUT_S)
+                except asyncio.TimeoutError as e:
+                    raise StreamClosed(f"{self.service}: host never acknowledged a write") from e
+                if self.peer_closed or self.closed:
+                    raise StreamClosed(self.service)
+        finally:
+            conn.pending -= len(data)
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """Hold one of the transport's busy slots while computing and sending a reply."""
+        async with self.conn.busy:
+            yield
 
     def close(self) -> None:
         """Close our side (CLSE); idempotent."""
@@ -117,6 +176,7 @@ class Stream:
             self.conn.send(Message(A_CLSE, self.local_id, self.remote_id))
         self.conn.streams.pop(self.local_id, None)
         self._readable.set()
+        self._acked.set()
 
 
 Service = Callable[[Stream], Awaitable[None]]
@@ -130,14 +190,23 @@ class _Connection:
         self.server = server
         self.reader = reader
         self.writer = writer
-        self.max_payload = 4096
+        self.version = A_VERSION
+        self.max_payload = MAX_PAYLOAD_V1
         self.streams: dict[int, Stream] = {}
         self.tasks: set[asyncio.Task] = set()
+        self.pending = 0
+        """Bytes of replies being sent and not yet acknowledged, over all streams."""
+        self.busy = asyncio.Semaphore(MAX_BUSY_PER_CONNECTION)
         self._next_id = 1
+
+    @property
+    def checksummed(self) -> bool:
+        """Whether packets carry data_check (a peer older than A_VERSION_SKIP_CHECKSUM)."""
+        return self.version < A_VERSION_SKIP_CHECKSUM
 
     def send(self, msg: Message) -> None:
         if not self.writer.is_closing():
-            self.writer.write(msg.pack())
+            self.writer.write(msg.pack(self.checksummed))
 
     async def run(self) -> None:
         peer = self.writer.get_extra_info("peername")
@@ -159,9 +228,10 @@ class _Connection:
     async def _handle(self, msg: Message) -> None:
         cmd = msg.command
         if cmd == A_CNXN:
-            # Keep the smaller payload limit; a reconnecting host may send CNXN again.
-            self.max_payload = max(4096, min(msg.arg1, MAX_PAYLOAD))
-            self.send(Message(A_CNXN, min(msg.arg0, A_VERSION) or A_VERSION, MAX_PAYLOAD, self.server.banner()))
+            # Like adbd: the transport runs at the smaller version and payload of both sides, and
+            # our CNXN states them (a peer that sizes its packets from it stays within its own).
+            self.version, self.max_payload = negotiate(msg.arg0, msg.arg1)
+            self.send(Message(A_CNXN, self.version, self.max_payload, self.server.banner()))
         elif cmd == A_OPEN:
             self._open(msg.arg0, msg.data.rstrip(b"\0").decode("utf-8", errors="replace"))
         elif cmd == A_WRTE:
@@ -170,7 +240,6 @@ class _Connection:
                 self.send(Message(A_CLSE, 0, msg.arg0))
                 return
             stream._feed(msg.data)
-            self.send(Message(A_OKAY, stream.local_id, stream.remote_id))
         elif cmd == A_OKAY:
             stream = self.streams.get(msg.arg1)
             if stream is not None:
@@ -185,6 +254,10 @@ class _Connection:
             log.debug("ignoring unknown message %s", msg)
 
     def _open(self, remote_id: int, name: str) -> None:
+        if len(self.streams) >= MAX_STREAMS_PER_CONNECTION:
+            log.warning("refusing %r: %d streams already open on this transport", name, len(self.streams))
+            self.send(Message(A_CLSE, 0, remote_id))
+            return
         service = self.server.opener(name)
         if service is None:
             log.debug("refusing service %r", name)
@@ -248,6 +321,11 @@ class AdbdServer:
         return self.port
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self.connections) >= MAX_CONNECTIONS:
+            log.warning("refusing a transport from %s: %d already served", writer.get_extra_info("peername"),
+                        len(self.connections))
+            writer.transport.abort()
+            return
         conn = _Connection(self, reader, writer)
         self.connections.add(conn)
         await conn.run()

@@ -32,6 +32,8 @@ from .virtual import EMULATOR_PORTS, adb_serial_for
 log = logging.getLogger(__name__)
 
 STATE_FILE = "virtual-devices.json"
+REGISTER_TIMEOUT_S = 10.0
+"""How long a restart waits for the adb server to list the new daemon as a device (seconds)."""
 
 
 @dataclass(frozen=True)
@@ -376,11 +378,28 @@ def restart_virtual_device(serial: str, *, runtime: Path | None = None, adb_port
         if rec is None:
             raise ConfigError(f"no virtual device {serial}; running: {', '.join(r.serial for r in records) or 'none'}")
         _terminate(rec.pid, 5.0, sleep)
+        # The server would keep the dead transport "offline" and retry it only 10 s later, while
+        # a new connect is answered "already connected": drop it so the restart is seen at once.
+        _unregister(rec, _adb_port(adb_port))
         new, proc = _spawn(rec.serial, rec.host, rec.port, rec.seed, rec.apps, runtime)
         _wait_ready(new, proc, timeout_s, sleep)
         records[records.index(rec)] = new
-    register(new, _adb_port(adb_port))
+    if register(new, _adb_port(adb_port)):
+        _wait_listed(new.serial, _adb_port(adb_port), REGISTER_TIMEOUT_S, sleep)
     return new
+
+
+def _wait_listed(serial: str, adb_port: int, timeout_s: float, sleep: Callable[[float], None]) -> bool:
+    """Wait until the adb server lists `serial` as `device`; False after `timeout_s` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError, DeviceError):
+            out = send_host_request(adb_port, "host:devices")
+            if f"{serial}\tdevice" in out.splitlines():
+                return True
+        sleep(0.1)
+    log.warning("%s is not listed as a device by the adb server on %d after %.0f s", serial, adb_port, timeout_s)
+    return False
 
 
 def _terminate(pid: int, timeout_s: float, sleep: Callable[[float], None]) -> None:

@@ -29,6 +29,11 @@ DUMP_FAULTS = {
     "null_root": "null root node returned by UiTestAutomationBridge.",
 }
 U2_DUMP_FAULTS = ("empty", "no_children", "malformed")
+MAX_QUEUED_FAULTS = 10_000
+"""Dump faults one queue may hold; `fault dump idle N` asking for more is refused, so a client
+cannot grow the daemon's memory with one command."""
+MAX_STORAGE_BYTES = 256 * 1024 * 1024
+"""Bytes all files pushed to the phone may take together; a push beyond it fails with ENOSPC."""
 _DIRS = ("/", "/data", "/data/local", "/data/local/tmp", "/sdcard", "/storage", "/storage/emulated", "/storage/emulated/0")
 
 
@@ -107,6 +112,7 @@ class Phone:
         """Make the next `count` `uiautomator dump` runs fail with `kind` (idle, null_root)."""
         if kind not in DUMP_FAULTS:
             raise ValueError(f"dump fault {kind!r}; valid: {', '.join(DUMP_FAULTS)}")
+        _check_count(count, len(self.dump_faults))
         self.dump_faults.extend([kind] * count)
 
     def fail_u2_dumps(self, kind: str, count: int = 1) -> None:
@@ -114,6 +120,7 @@ class Phone:
         XML no parser accepts (malformed: a raw control character, as old u2 servers wrote)."""
         if kind not in U2_DUMP_FAULTS:
             raise ValueError(f"u2 dump fault {kind!r}; valid: {', '.join(U2_DUMP_FAULTS)}")
+        _check_count(count, len(self.u2_dump_faults))
         self.u2_dump_faults.extend([kind] * count)
 
     def inject_fault(self, args: list[str]) -> tuple[bytes, int]:
@@ -303,8 +310,13 @@ class Phone:
         return self.device.files.get(_norm(path))
 
     def write_file(self, path: str, data: bytes, mode: int, mtime: int) -> None:
+        """Store a pushed file; OSError (ENOSPC) if all files would exceed MAX_STORAGE_BYTES."""
         path = _norm(path)
-        self.device.files[path] = data
+        files = self.device.files
+        used = sum(len(v) for k, v in files.items() if k != path)
+        if used + len(data) > MAX_STORAGE_BYTES:
+            raise OSError(28, f"No space left on device ({used + len(data)} of {MAX_STORAGE_BYTES} bytes)")
+        files[path] = data
         self._meta[path] = (S_IFREG | (mode & 0o7777), mtime)
 
     def _is_dir(self, path: str) -> bool:
@@ -312,6 +324,12 @@ class Phone:
             return True
         prefix = path.rstrip("/") + "/"
         return any(k.startswith(prefix) for k in self.device.files)
+
+
+def _check_count(count: int, queued: int) -> None:
+    if count < 0 or queued + count > MAX_QUEUED_FAULTS:
+        raise ValueError(f"fault count {count} with {queued} queued is outside 0..{MAX_QUEUED_FAULTS}; "
+                         "use `cmd coadapt fault clear` first or ask for fewer")
 
 
 def _norm(path: str) -> str:

@@ -14,10 +14,16 @@ A_WRTE = 0x45545257
 A_CLSE = 0x45534C43
 A_STLS = 0x534C5453
 
-A_VERSION = 0x01000001
-"""Protocol version we claim: 0x01000001 lets both sides skip the payload checksum."""
+A_VERSION_MIN = 0x01000000
+"""Oldest protocol version: every packet carries the byte sum of its payload in data_check."""
+A_VERSION_SKIP_CHECKSUM = 0x01000001
+"""From this version on both sides send data_check 0 and never verify it."""
+A_VERSION = A_VERSION_SKIP_CHECKSUM
+"""Newest protocol version we speak; a transport runs at min(ours, the peer's)."""
+MAX_PAYLOAD_V1 = 4096
+"""Payload limit of peers older than 1 MiB payloads, and of every CNXN/AUTH banner."""
 MAX_PAYLOAD = 1024 * 1024
-"""Largest WRTE payload we accept (bytes); the host uses min(its, ours)."""
+"""Largest WRTE payload we accept (bytes); a transport runs at min(ours, the peer's)."""
 MAX_BANNER = 4096
 """CNXN/AUTH payloads must fit in this many bytes."""
 
@@ -39,14 +45,27 @@ class Message:
     arg1: int
     data: bytes = b""
 
-    def pack(self) -> bytes:
-        # data_check is only required below A_VERSION_SKIP_CHECKSUM, which we never claim,
-        # and the 29..36 hosts never verify it; send 0 like modern adbd does.
-        return HEADER.pack(self.command, self.arg0, self.arg1, len(self.data), 0, self.command ^ 0xFFFFFFFF) + self.data
+    def pack(self, checksum: bool = False) -> bytes:
+        """Header plus data; data_check is the payload's byte sum when `checksum` (a transport
+        below A_VERSION_SKIP_CHECKSUM), else 0 as modern adbd sends."""
+        check = checksum_of(self.data) if checksum else 0
+        return HEADER.pack(self.command, self.arg0, self.arg1, len(self.data), check, self.command ^ 0xFFFFFFFF) + self.data
 
     def __str__(self) -> str:
         name = NAMES.get(self.command, hex(self.command))
         return f"{name}({self.arg0:#x}, {self.arg1:#x}, {len(self.data)} bytes)"
+
+
+def checksum_of(data: bytes) -> int:
+    """ADB's data_check: the unsigned sum of the payload bytes (not a CRC), modulo 2**32."""
+    return sum(data) & 0xFFFFFFFF
+
+
+def negotiate(peer_version: int, peer_max_payload: int) -> tuple[int, int]:
+    """(version, max payload) of a transport whose peer sent CNXN(peer_version, peer_max_payload):
+    the smaller of each side's, as adbd's update_version keeps them."""
+    version = min(max(peer_version, A_VERSION_MIN), A_VERSION)
+    return version, max(MAX_PAYLOAD_V1, min(peer_max_payload, MAX_PAYLOAD))
 
 
 def unpack_header(raw: bytes, max_payload: int = MAX_PAYLOAD) -> tuple[int, int, int, int]:

@@ -37,8 +37,25 @@ FEATURES: tuple[str, ...] = ("shell_v2",)
 so clients stay on sync v1; no delayed_ack, so flow control stays stop-and-wait)."""
 EMULATOR_PORTS = range(5555, 5586, 2)
 """Odd ports adb servers scan for emulators; a device on port p is `emulator-(p-1)`."""
+MAX_SHELL_LINE = 1024 * 1024
+"""Bytes an interactive shell buffers while waiting for a newline; a longer line ends the shell
+with an error."""
+MAX_SHELL_PACKET = 1024 * 1024
+"""Largest shell-v2 packet an interactive shell accepts from the host (adbd's buffer is 1 MiB)."""
+MAX_HTTP_HEAD = 64 * 1024
+"""Bytes of HTTP request line and headers the uiautomator2 server reads before refusing (431)."""
+MAX_HTTP_BODY = 16 * 1024 * 1024
+"""Largest JSON-RPC request body the uiautomator2 server accepts (413 beyond)."""
+MAX_PUSH_BYTES = 64 * 1024 * 1024
+"""Largest file one sync SEND may carry (the u2.jar is 3.7 MB); beyond it the push FAILs."""
 _U2_LAUNCH = re.compile(r"app_process\b.*\bcom\.wetest\.uia2\.Main\b(?:.*?-p\s+(\d+))?")
 U2_JAR = "/data/local/tmp/u2.jar"
+
+
+def _http_refusal(code: int, reason: str) -> bytes:
+    body = f'{{"error": "{reason}"}}'.encode()
+    return (f"HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n").encode() + body
 
 
 def adb_serial_for(host: str, port: int) -> str:
@@ -185,15 +202,17 @@ class VirtualDevice:
     # ------------------------------------------------------------------ services
 
     async def _shell(self, stream: Stream, cmd: str, v2: bool) -> None:
-        out, code = await self._call(run_shell, self.phone, cmd)
-        if v2:
-            await stream.write(p.shell_packet(p.SHELL_STDOUT, out) + p.shell_exit(code) if out else p.shell_exit(code))
-        elif out:
-            await stream.write(out)
+        async with stream.turn():
+            out, code = await self._call(run_shell, self.phone, cmd)
+            if v2:
+                await stream.write(p.shell_packet(p.SHELL_STDOUT, out) + p.shell_exit(code) if out else p.shell_exit(code))
+            elif out:
+                await stream.write(out)
 
     async def _interactive(self, stream: Stream, v2: bool) -> None:
-        """`adb shell` with no command: run each line the host types, until `exit` or EOF."""
-        raw = text = b""
+        """`adb shell` with no command: run each line the host types, until `exit` or EOF.
+        A line or v2 packet over its limit ends the shell with an error instead of growing."""
+        raw, text = bytearray(), bytearray()
         stdin_closed = False
         while not stdin_closed:
             chunk = await stream.read()
@@ -202,7 +221,10 @@ class VirtualDevice:
             if v2:
                 raw += chunk
                 while len(raw) >= p.SHELL_HEADER.size:
-                    kind, length = p.SHELL_HEADER.unpack(raw[: p.SHELL_HEADER.size])
+                    kind, length = p.SHELL_HEADER.unpack_from(raw)
+                    if length > MAX_SHELL_PACKET:
+                        await self._shell_error(stream, v2, f"shell packet of {length} bytes exceeds {MAX_SHELL_PACKET}")
+                        return
                     end = p.SHELL_HEADER.size + length
                     if len(raw) < end:
                         break
@@ -210,19 +232,31 @@ class VirtualDevice:
                         text += raw[p.SHELL_HEADER.size : end]
                     elif kind == p.SHELL_CLOSE_STDIN:
                         stdin_closed = True
-                    raw = raw[end:]
+                    del raw[:end]
             else:
                 text += chunk
-            *lines, text = text.split(b"\n")
+            lines: list[bytes] = []
+            if b"\n" in text:
+                *lines, rest = bytes(text).split(b"\n")
+                text = bytearray(rest)
+            if len(text) > MAX_SHELL_LINE:
+                await self._shell_error(stream, v2, f"input line longer than {MAX_SHELL_LINE} bytes")
+                return
             for line in lines:
                 cmd = line.decode(errors="replace").strip()
                 if cmd == "exit":
                     stdin_closed = True
                     break
-                out, _code = await self._call(run_shell, self.phone, cmd)
-                await stream.write(p.shell_packet(p.SHELL_STDOUT, out) if v2 else out)
+                async with stream.turn():
+                    out, _code = await self._call(run_shell, self.phone, cmd)
+                    await stream.write(p.shell_packet(p.SHELL_STDOUT, out) if v2 else out)
         if v2:
             await stream.write(p.shell_exit(0))
+
+    @staticmethod
+    async def _shell_error(stream: Stream, v2: bool, why: str) -> None:
+        msg = f"/system/bin/sh: {why}\n".encode()
+        await stream.write(p.shell_packet(p.SHELL_STDERR, msg) + p.shell_exit(1) if v2 else msg)
 
     async def _u2_process(self, stream: Stream, port: int, v2: bool) -> None:
         """`app_process ... com.wetest.uia2.Main`: the server lives while this stream is open."""
@@ -246,22 +280,30 @@ class VirtualDevice:
                 del servers[port]
 
     async def _http(self, stream: Stream) -> None:
-        raw = b""
+        raw = bytearray()
         while b"\r\n\r\n" not in raw:
+            if len(raw) > MAX_HTTP_HEAD:
+                await stream.write(_http_refusal(431, "Request Header Fields Too Large"))
+                return
             chunk = await stream.read()
             if not chunk:
                 return
             raw += chunk
-        method, path, headers, head_len = parse_request(raw)
+        method, path, headers, head_len = parse_request(bytes(raw))
         body = raw[head_len:]
-        want = int(headers.get("content-length", "0") or 0)
+        length = headers.get("content-length", "0") or "0"
+        want = int(length) if length.isdigit() else -1
+        if not 0 <= want <= MAX_HTTP_BODY:
+            await stream.write(_http_refusal(413, "Payload Too Large"))
+            return
         while len(body) < want:
             chunk = await stream.read()
             if not chunk:
                 return
             body += chunk
-        reply = await self._call(handle_http, self.rpc, method, path, body[:want])
-        await stream.write(reply)
+        async with stream.turn():
+            reply = await self._call(handle_http, self.rpc, method, path, bytes(body[:want]))
+            await stream.write(reply)
 
     async def _sync(self, stream: Stream) -> None:
         while True:
@@ -275,27 +317,38 @@ class VirtualDevice:
                 return
             path = (await stream.read_exact(length)).decode("utf-8", errors="replace") if length else ""
             if ident == b"STAT":
-                mode, size, mtime = await self._call(self.phone.stat, path)
-                await stream.write(p.sync_stat(mode, size, mtime))
+                async with stream.turn():
+                    mode, size, mtime = await self._call(self.phone.stat, path)
+                    await stream.write(p.sync_stat(mode, size, mtime))
             elif ident == b"LIST":
-                entries = await self._call(self.phone.list_dir, path)
-                await stream.write(b"".join(p.sync_dent(m, s, t, n) for n, m, s, t in entries) + p.sync_done_dent())
+                async with stream.turn():
+                    entries = await self._call(self.phone.list_dir, path)
+                    await stream.write(b"".join(p.sync_dent(m, s, t, n) for n, m, s, t in entries) + p.sync_done_dent())
             elif ident == b"SEND":
                 if not await self._sync_send(stream, path):
                     return  # like adbd: after a failed transfer the sync service ends
             elif ident == b"RECV":
-                data = await self._call(self.phone.read_file, path)
-                if data is None:
-                    await stream.write(p.sync_fail("No such file or directory"))
-                else:
-                    step = p.SYNC_DATA_MAX
-                    chunks = b"".join(p.sync_data(data[i : i + step]) for i in range(0, len(data), step))
-                    await stream.write(chunks + p.sync_status(b"DONE"))
+                async with stream.turn():
+                    await self._sync_recv(stream, path)
             elif ident == b"QUIT":
                 return
             else:
                 await stream.write(p.sync_fail(f"unsupported sync request {ident!r}"))
                 return
+
+    async def _sync_recv(self, stream: Stream, path: str) -> None:
+        """Send a file as DATA records, one transport payload's worth of them per write."""
+        data = await self._call(self.phone.read_file, path)
+        if data is None:
+            await stream.write(p.sync_fail("No such file or directory"))
+            return
+        step, batch = p.SYNC_DATA_MAX, bytearray()
+        for i in range(0, len(data), step):
+            batch += p.sync_data(data[i : i + step])
+            if len(batch) >= stream.conn.max_payload:
+                await stream.write(bytes(batch))
+                batch.clear()
+        await stream.write(bytes(batch + p.sync_status(b"DONE")))
 
     async def _sync_send(self, stream: Stream, spec: str) -> bool:
         path, _, mode_text = spec.rpartition(",")
@@ -303,17 +356,27 @@ class VirtualDevice:
             path, mode_text = spec, "33188"
         mode = int(mode_text) if mode_text.isdigit() else 0o100644
         parts: list[bytes] = []
+        size = 0
         while True:
             ident, value = struct.unpack("<4sI", await stream.read_exact(8))
             if ident == b"DATA":
                 if value > p.SYNC_DATA_MAX:
                     await stream.write(p.sync_fail(f"data chunk of {value} bytes exceeds {p.SYNC_DATA_MAX}"))
                     return False
+                size += value
+                if size > MAX_PUSH_BYTES:
+                    await stream.write(p.sync_fail(f"file too large: over {MAX_PUSH_BYTES} bytes"))
+                    return False
                 parts.append(await stream.read_exact(value))
             elif ident == b"DONE":
                 mtime = value or int(time.time())
-                await self._call(self.phone.write_file, path, b"".join(parts), mode, mtime)
-                await stream.write(p.sync_status(b"OKAY"))
+                async with stream.turn():
+                    try:
+                        await self._call(self.phone.write_file, path, b"".join(parts), mode, mtime)
+                    except OSError as e:
+                        await stream.write(p.sync_fail(e.strerror or str(e)))
+                        return False
+                    await stream.write(p.sync_status(b"OKAY"))
                 return True
             else:
                 await stream.write(p.sync_fail(f"unexpected {ident!r} during SEND"))
