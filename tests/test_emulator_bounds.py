@@ -325,6 +325,22 @@ def test_unread_input_holds_back_the_acknowledgement(vd, monkeypatch):
         c.close()
 
 
+def test_oversize_http_requests_to_the_u2_server_are_refused(vd):
+    vd.run(vd.phone.write_file, virtual.U2_JAR, b"jar", 0o644, 0)
+    c = RawClient(vd.port, version=V_SKIP_CHECKSUM, maxdata=1024 * 1024)
+    try:
+        server = c.open("shell:CLASSPATH=/data/local/tmp/u2.jar app_process / com.wetest.uia2.Main")
+        assert b"Starting Server" in c.read_until_close(server, until=b"Starting Server\n")
+        for head, status in ((b"POST /jsonrpc/0 HTTP/1.1\r\nContent-Length: 999999999\r\n\r\n", b"413"),
+                             (b"GET / HTTP/1.1\r\nX: " + b"h" * (virtual.MAX_HTTP_HEAD + 10), b"431")):
+            http = c.open("tcp:9008")
+            assert http[1]
+            c.write(http, head)
+            assert c.read_until_close(http).startswith(b"HTTP/1.1 " + status)
+    finally:
+        c.close()
+
+
 def test_connections_beyond_the_limit_are_closed(vd, monkeypatch):
     monkeypatch.setattr(adbd, "MAX_CONNECTIONS", 2)
     a, b = RawClient(vd.port), RawClient(vd.port)
