@@ -19,8 +19,8 @@ from collections import deque
 from typing import AsyncIterator, Awaitable, Callable
 
 from .protocol import (
-    A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_VERSION_SKIP_CHECKSUM, A_WRTE, HEADER, MAX_PAYLOAD,
-    MAX_PAYLOAD_V1, Message, ProtocolError, negotiate, unpack_header,
+    A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_VERSION_SKIP_CHECKSUM, A_WRTE, HEADER, MAX_PAYLOAD_V1,
+    Message, ProtocolError, negotiate, unpack_header,
 )
 
 log = logging.getLogger(__name__)
