@@ -1,6 +1,6 @@
 """Soak: an oracle eval over virtual devices for N minutes while their daemons are killed and frozen.
 
-    python benchmarks/soak.py [--minutes 20] [--every 120] [--freeze 30] [--json out.json]
+    python benchmarks/soak.py [--minutes 20] [--every 120] [--freeze 30] [--trace MINUTE] [--json out.json]
 
 A private adb server (the binary bundled with adbutils, on a free port) serves two virtual
 devices, each a detached daemon process started by coadapt.emulator.manager. The oracle policy
@@ -10,6 +10,8 @@ SIGSTOP followed `--freeze` seconds later by SIGCONT (the pool usually restarts 
 before then). Once a minute the driver's RSS (this process), each daemon's RSS and the episode
 count are sampled. At the end every (phase, round, key, attempt) the rounds asked for is looked
 up in the run store: missing ones are lost, ones finished more than once are duplicated.
+`--trace` compares the driver's Python allocations between a minute and the end, which tells
+growth of Python objects from growth of native memory (docs/reliability.md, "Soak").
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import argparse
 import json
 import os
 import signal
+import sqlite3
 import tempfile
 import threading
 import time
+import tracemalloc
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,14 +77,25 @@ class Soak:
     stop: threading.Event = field(default_factory=threading.Event)
     faults: list[str] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
+    baseline: tracemalloc.Snapshot | None = None
+    """Python allocations at the trace minute (with --trace), compared with the end."""
 
     def minute(self) -> float:
         return (time.monotonic() - self.t0) / 60
 
+    def finished(self) -> int:
+        """Finished episodes so far, counted in SQL (loading every row would grow the driver)."""
+        con = sqlite3.connect(f"file:{self.store.db_path}?mode=ro", uri=True, timeout=30)
+        try:
+            return con.execute("SELECT COUNT(*) FROM episodes WHERE phase = ? AND status = 'finished'",
+                               (PHASE,)).fetchone()[0]
+        finally:
+            con.close()
+
     def sample(self) -> Sample:
         recs = manager.read_records(self.runtime)
         s = Sample(self.minute(), rss_mb(os.getpid()), [(r.serial, r.pid, rss_mb(r.pid)) for r in recs],
-                   len(self.store.episodes(phase=PHASE, status="finished")), len(self.faults))
+                   self.finished(), len(self.faults))
         self.samples.append(s)
         daemons = ", ".join(f"{serial} pid {pid} {mb if mb is None else round(mb, 1)} MB" for serial, pid, mb in s.daemons)
         print(f"[{s.minute:5.1f} min] driver {s.driver_mb:.1f} MB; {daemons}; {s.episodes} episodes; "
@@ -88,9 +103,11 @@ class Soak:
         return s
 
 
-def sampler(soak: Soak, every_s: float) -> None:
+def sampler(soak: Soak, every_s: float, trace_at_min: float | None) -> None:
     while not soak.stop.wait(every_s):
         soak.sample()
+        if trace_at_min is not None and soak.baseline is None and soak.minute() >= trace_at_min:
+            soak.baseline = tracemalloc.take_snapshot()
 
 
 def faulter(soak: Soak, every_s: float, freeze_s: float) -> None:
@@ -139,8 +156,12 @@ def main() -> None:
     ap.add_argument("--freeze", type=float, default=30.0, help="seconds a frozen daemon stays stopped")
     ap.add_argument("--sample", type=float, default=60.0, help="seconds between two RSS samples")
     ap.add_argument("--suite", default="smoke", help="suite played each round")
+    ap.add_argument("--trace", type=float, metavar="MINUTE",
+                    help="trace the driver's Python allocations and print what grew from MINUTE to the end")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
     args = ap.parse_args()
+    if args.trace is not None:
+        tracemalloc.start(8)
 
     suite = Suite.load(args.suite)
     cards, templates = suite_tasks(suite)
@@ -156,23 +177,30 @@ def main() -> None:
         pool = adb_pool([r.serial for r in recs], AdbConfig(adb_port=server.port))
         policy = OraclePolicy(templates)
         soak.sample()
-        threads = [threading.Thread(target=sampler, args=(soak, args.sample), daemon=True),
+        threads = [threading.Thread(target=sampler, args=(soak, args.sample, args.trace), daemon=True),
                    threading.Thread(target=faulter, args=(soak, args.every, args.freeze), daemon=True)]
         for t in threads:
             t.start()
-        rounds, lost_reported, infra = 0, 0, 0
+        rounds, lost_reported = 0, 0
         try:
             while soak.minute() < args.minutes:
                 report = evaluate_cards(cards, templates, policy, pool, store, round=rounds)
                 lost_reported += len(report.get("lost_instances") or [])
-                infra = max(infra, report.get("infra_errors", 0))
                 rounds += 1
         finally:
             soak.stop.set()
             for t in threads:
                 t.join(args.freeze + 5)
             end = soak.sample()
+            if soak.baseline is not None:
+                grown = tracemalloc.take_snapshot().compare_to(soak.baseline, "traceback")
+                print(f"driver Python allocations grown since minute {args.trace:g}:")
+                for stat in grown[:12]:
+                    print(f"  {stat.size_diff / 2**20:+.2f} MB in {stat.count_diff:+d} blocks")
+                    for line in stat.traceback.format()[-6:]:
+                        print(f"      {line}")
             episodes, lost, duplicated = audit(store, [c.key for c in cards], rounds)
+            cut = len(store.episodes(phase=PHASE, status="infra_error"))
             manager.stop_virtual_devices(runtime=runtime, adb_port=server.port)
 
     table = Table(title=f"Soak: {args.minutes:g} min of oracle eval ({suite.name}) on 2 virtual devices, "
@@ -189,14 +217,15 @@ def main() -> None:
         table.add_row(f"{s.minute:.1f}", f"{s.driver_mb:.1f}", *cells, str(s.episodes), str(s.faults))
     Console().print(table)
     print(f"rounds {rounds}, episodes finished {episodes} (expected {rounds * len(cards)}), lost {len(lost)}, "
-          f"duplicated {len(duplicated)}, lost per reports {lost_reported}, faults {len(soak.faults)}")
+          f"duplicated {len(duplicated)}, lost per reports {lost_reported}, faults {len(soak.faults)}, "
+          f"episodes cut by a fault and replayed {cut}")
     for what, rows in (("lost", lost), ("duplicated", duplicated)):
         for row in rows[:20]:
             print(f"  {what}: {row}")
     if args.json:
         args.json.write_text(json.dumps({
             "minutes": args.minutes, "every_s": args.every, "rounds": rounds, "episodes": episodes,
-            "lost": [list(x) for x in lost], "duplicated": [list(x) for x in duplicated], "faults": soak.faults,
+            "cut": cut, "lost": [list(x) for x in lost], "duplicated": [list(x) for x in duplicated], "faults": soak.faults,
             "samples": [{"minute": s.minute, "driver_mb": s.driver_mb, "daemons": s.daemons, "episodes": s.episodes}
                         for s in soak.samples],
         }, indent=2))
