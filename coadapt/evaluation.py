@@ -19,7 +19,7 @@ from coadapt.android_env.pool import DevicePool
 from coadapt.explore.curiosity import episode_fields
 from coadapt.policy.base import Policy
 from coadapt.rollout import RolloutRunner, RolloutSettings, TaskCard, Trajectory
-from coadapt.rollout.runner import ProgressFn
+from coadapt.rollout.runner import EpisodeHosts, ProgressFn
 from coadapt.runs import RunStore
 from coadapt.tasks.base import TaskTemplate
 from coadapt.tasks.suite import Suite
@@ -59,24 +59,28 @@ def suite_tasks(suite: Suite, space: str = "eval") -> tuple[list[TaskCard], dict
 
 
 def evaluate_cards(cards: Sequence[TaskCard], templates: Mapping[str, TaskTemplate], policy: Policy,
-                   devices: Sequence[Device] | DevicePool, store: RunStore, *, k: int = 1, phase: str = "eval",
+                   devices: Sequence[Device] | DevicePool | None, store: RunStore, *, k: int = 1, phase: str = "eval",
                    round: int | None = None, settings: RolloutSettings = RolloutSettings(),
-                   progress: ProgressFn | None = None, adapter: str | None = None) -> dict[str, Any]:
+                   progress: ProgressFn | None = None, adapter: str | None = None,
+                   hosts: EpisodeHosts | None = None) -> dict[str, Any]:
     """Play every (card, attempt) of (phase, round) not yet finished in `store`, score each by
-    ground truth, and return the report over all of them (earlier runs' episodes too)."""
+    ground truth, and return the report over all of them (earlier runs' episodes too). With
+    `hosts`, the episodes are played (and scored) on the hosts' devices instead of `devices`."""
     runner = RolloutRunner(devices, policy, store, scorer=GroundTruth(templates), settings=settings, adapter=adapter,
-                           annotate=episode_fields)
+                           annotate=episode_fields, hosts=hosts)
     result = runner.run(cards, k=k, round=round, phase=phase, progress=progress, keep=False)
     report = build_report(store, [c.key for c in cards], policy.name, k=k, phase=phase, round=round, lost=result.lost)
-    report["device_recoveries"] = runner.pool.recoveries
-    report["devices_retired"] = runner.pool.retired
+    health = hosts if hosts is not None else runner.pool
+    assert health is not None
+    report["device_recoveries"] = health.recoveries
+    report["devices_retired"] = health.retired
     return report
 
 
-def run_suite(suite: Suite, policy: Policy, devices: Sequence[Device] | DevicePool, store: RunStore, *,
+def run_suite(suite: Suite, policy: Policy, devices: Sequence[Device] | DevicePool | None, store: RunStore, *,
               k: int = 1, space: str = "eval", settings: RolloutSettings = RolloutSettings(),
               progress: ProgressFn | None = None, templates: Mapping[str, TaskTemplate] | None = None,
-              adapter: str | None = None) -> dict[str, Any]:
+              adapter: str | None = None, hosts: EpisodeHosts | None = None) -> dict[str, Any]:
     """Evaluate every instance of `suite` (see `evaluate_cards`); the report names the suite.
     `templates` are the suite's instances when the caller built them already (`suite_tasks`)."""
     if templates is None:
@@ -84,7 +88,7 @@ def run_suite(suite: Suite, policy: Policy, devices: Sequence[Device] | DevicePo
     else:
         cards = [TaskCard.from_template(t, key) for key, t in templates.items()]
     report = evaluate_cards(cards, templates, policy, devices, store, k=k, settings=settings,
-                            progress=progress, adapter=adapter)
+                            progress=progress, adapter=adapter, hosts=hosts)
     return {"suite": suite.name, "seed_space": space, **report}
 
 

@@ -14,7 +14,7 @@ import logging
 import queue
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from PIL import Image
 
@@ -38,6 +38,38 @@ Scorer = Callable[[TaskCard, Trajectory, Device], "float | None"]
 evaluation). Raising DeviceError makes the episode an infra error."""
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
+
+
+class HostLostError(DeviceError):
+    """The process playing an episode elsewhere died (or became unreachable) mid-episode: the
+    episode is an infra error and is replayed on another host."""
+
+
+class HostSession(Protocol):
+    """Episode hosts bound to one `run` call's policy, scorer and settings."""
+
+    slots: int
+    """How many episodes the hosts can play at once (their devices)."""
+
+    def play(self, card: TaskCard, attempt: int, round: int | None, seed: int) -> tuple[Trajectory, str | None]:
+        """Play one episode on some host's device and return it (screenshots compacted, `score`
+        set by the scorer on the host) with the device's serial. Blocks until a device is free.
+        Raises HostLostError when the host died mid-episode, NoDeviceError when none is left."""
+        ...
+
+
+class EpisodeHosts(Protocol):
+    """Devices owned by other processes that play whole episodes and hand them back, so the
+    runner only stores them (coadapt.scale: device-host actors on Ray)."""
+
+    @property
+    def recoveries(self) -> int: ...
+
+    @property
+    def retired(self) -> list[str]: ...
+
+    def session(self, policy: Policy, scorer: "Scorer | None", settings: "RolloutSettings",
+                app_names: Mapping[str, str]) -> HostSession: ...
 
 
 @dataclass(frozen=True)
@@ -72,11 +104,16 @@ class RolloutResult:
 class RolloutRunner:
     """Plays task cards with a policy on a device pool and records every step in a run store."""
 
-    def __init__(self, pool: DevicePool | Sequence[Device], policy: Policy, store: RunStore, *,
+    def __init__(self, pool: DevicePool | Sequence[Device] | None, policy: Policy, store: RunStore, *,
                  scorer: Scorer | None = None, settings: RolloutSettings = RolloutSettings(),
                  app_names: Mapping[str, str] | None = None, adapter: str | None = None,
-                 annotate: Callable[[Trajectory], dict[str, float]] | None = None):
-        self.pool = pool if isinstance(pool, DevicePool) else DevicePool.of(pool)
+                 annotate: Callable[[Trajectory], dict[str, float]] | None = None,
+                 hosts: EpisodeHosts | None = None):
+        if pool is None and hosts is None:
+            raise ValueError("a rollout runner needs a device pool or episode hosts")
+        self.pool = pool if isinstance(pool, DevicePool) or pool is None else DevicePool.of(pool)
+        self.hosts = hosts
+        """When set, episodes are played by these hosts (on their own devices) and only stored here."""
         self.policy = policy
         self.store = store
         self.scorer = scorer
@@ -112,6 +149,33 @@ class RolloutRunner:
             progress("start", {"total": len(cards) * k, "done": len(cards) * k - len(todo)})
         lock = threading.Lock()
         errors: list[BaseException] = []
+        session = (self.hosts.session(self.policy, self.scorer, self.settings, self.app_names)
+                   if self.hosts is not None else None)
+
+        def play(card: TaskCard, attempt: int) -> Trajectory | None:
+            """One episode on the local pool or on a host; None when no device is left."""
+            if session is not None:
+                try:
+                    played, serial = session.play(card, attempt, round,
+                                                  episode_seed(self.settings.run_seed, card.key, attempt, round))
+                except NoDeviceError:
+                    return None
+                except HostLostError as e:
+                    played = Trajectory(card, attempt=attempt, round=round, infra_error=True, error=str(e))
+                    serial = None
+                return self._store_played(played, phase, serial)
+            assert self.pool is not None
+            try:
+                slot = self.pool.acquire()
+            except NoDeviceError:
+                return None
+            try:
+                traj = self._play(card, attempt, round, phase, slot.device)
+            except BaseException:
+                self.pool.release(slot)
+                raise
+            self.pool.release(slot, faulty=traj.infra_error)
+            return traj
 
         def worker() -> None:
             while not errors:
@@ -120,17 +184,13 @@ class RolloutRunner:
                 except queue.Empty:
                     return
                 try:
-                    slot = self.pool.acquire()
-                except NoDeviceError:
-                    jobs.put((card, attempt, tries))
-                    return
-                try:
-                    traj = self._play(card, attempt, round, phase, slot.device)
+                    traj = play(card, attempt)
                 except BaseException as e:  # a policy or task bug: stop everyone, report it
                     errors.append(e)
-                    self.pool.release(slot)
                     return
-                self.pool.release(slot, faulty=traj.infra_error)
+                if traj is None:  # every device failed
+                    jobs.put((card, attempt, tries))
+                    return
                 with lock:
                     if traj.infra_error:
                         result.infra_errors += 1
@@ -149,8 +209,9 @@ class RolloutRunner:
                         errors.append(e)
                         return
 
+        slots = session.slots if session is not None else len(self.pool.slots)  # type: ignore[union-attr]
         threads = [threading.Thread(target=worker, name=f"rollout-{i}", daemon=True)
-                   for i in range(max(1, min(len(self.pool.slots), len(todo))))]
+                   for i in range(max(1, min(slots, len(todo))))]
         for t in threads:
             t.start()
         for t in threads:
@@ -158,7 +219,8 @@ class RolloutRunner:
         if errors:
             raise errors[0]
         if not jobs.empty():
-            raise NoDeviceError(f"every device failed ({', '.join(self.pool.retired)}); {jobs.qsize()} episode(s) "
+            retired = self.hosts.retired if self.hosts is not None else self.pool.retired  # type: ignore[union-attr]
+            raise NoDeviceError(f"every device failed ({', '.join(retired)}); {jobs.qsize()} episode(s) "
                                 "not played (rerun with the same --out to resume)")
         result.episode_ids = store.finished_keys(phase, round)
         return result
@@ -166,39 +228,59 @@ class RolloutRunner:
     # ------------------------------------------------------------------ one episode
 
     def _play(self, card: TaskCard, attempt: int, round: int | None, phase: str, device: Device) -> Trajectory:
-        store = self.store
         seed = episode_seed(self.settings.run_seed, card.key, attempt, round)
         env_device = GuardedDevice(device) if self.settings.guard else device
         env = AndroidEnv(env_device, app_names=self.app_names, settle_seconds=self.settings.settle_seconds)
-        episode_id = store.start_episode(key=card.key, attempt=attempt, task=card.task or card.source, app=card.app,
-                                         goal=card.goal, seed=card.seed, policy=self.policy.name,
-                                         device=getattr(device, "serial", None), phase=phase, round=round,
-                                         adapter=self.adapter, source=card.source)
-
-        def record(i: int, rec: StepRecord) -> None:
-            d = rec.decision
-            store.add_step(episode_id, i, action=rec.action, screenshot=rec.obs.screenshot, package=rec.obs.package,
-                           elements=rec.obs.describe_elements(), element=rec.info.element, invalid=rec.info.invalid,
-                           error=rec.info.error, raw_output=d.raw_output, seconds=rec.info.seconds,
-                           history=d.history, token_ids=d.token_ids, logprobs=d.logprobs,
-                           tree_xml=rec.obs.tree.to_xml() if self.settings.store_trees else None)
-
+        episode_id = self._start(card, attempt, round, phase, getattr(device, "serial", None))
         agent = self.policy.start(card, seed)
-        traj = run_episode(env, agent, card, attempt=attempt, round=round, seed=seed, on_step=record)
+        traj = run_episode(env, agent, card, attempt=attempt, round=round, seed=seed,
+                           on_step=lambda i, rec: self._record(episode_id, i, rec))
         traj.episode_id = episode_id
         if not traj.infra_error and self.scorer is not None:
-            try:
-                traj.score = self.scorer(card, traj, device)
-            except DeviceError as e:
-                traj.infra_error, traj.error = True, f"scoring failed: {e}"
+            traj.score, traj.infra_error, traj.error = score_episode(self.scorer, card, traj, device)
+        self._finish(traj)
+        return traj
+
+    def _store_played(self, traj: Trajectory, phase: str, device: str | None) -> Trajectory:
+        """Store an episode a host played (steps, screenshots, outcome) as `_play` stores its own."""
+        traj.episode_id = self._start(traj.card, traj.attempt, traj.round, phase, device)
+        for i, rec in enumerate(traj.steps):
+            self._record(traj.episode_id, i, rec)
+        self._finish(traj)
+        return traj
+
+    def _start(self, card: TaskCard, attempt: int, round: int | None, phase: str, device: str | None) -> int:
+        return self.store.start_episode(key=card.key, attempt=attempt, task=card.task or card.source, app=card.app,
+                                        goal=card.goal, seed=card.seed, policy=self.policy.name, device=device,
+                                        phase=phase, round=round, adapter=self.adapter, source=card.source)
+
+    def _record(self, episode_id: int, i: int, rec: StepRecord) -> None:
+        d = rec.decision
+        self.store.add_step(episode_id, i, action=rec.action, screenshot=rec.obs.screenshot, package=rec.obs.package,
+                            elements=rec.obs.describe_elements(), element=rec.info.element, invalid=rec.info.invalid,
+                            error=rec.info.error, raw_output=d.raw_output, seconds=rec.info.seconds,
+                            history=d.history, token_ids=d.token_ids, logprobs=d.logprobs,
+                            tree_xml=rec.obs.tree.to_xml() if self.settings.store_trees else None)
+
+    def _finish(self, traj: Trajectory) -> None:
+        assert traj.episode_id is not None
         if traj.infra_error:
-            store.finish_episode(episode_id, status="infra_error", steps=len(traj.steps),
-                                 invalid_steps=traj.n_invalid, error=traj.error)
+            self.store.finish_episode(traj.episode_id, status="infra_error", steps=len(traj.steps),
+                                      invalid_steps=traj.n_invalid, error=traj.error)
         else:
             extra = self.annotate(traj) if self.annotate is not None and traj.steps else {}
-            store.finish_episode(episode_id, status="finished", steps=len(traj.steps), invalid_steps=traj.n_invalid,
-                                 declared=traj.declared, answer=traj.answer, success=traj.score, **extra)
-        return traj
+            self.store.finish_episode(traj.episode_id, status="finished", steps=len(traj.steps),
+                                      invalid_steps=traj.n_invalid, declared=traj.declared, answer=traj.answer,
+                                      success=traj.score, **extra)
+
+
+def score_episode(scorer: Scorer, card: TaskCard, traj: Trajectory, device: Device
+                  ) -> tuple[float | None, bool, str | None]:
+    """(score, infra_error, error) of a finished episode: a scorer's DeviceError makes it an infra error."""
+    try:
+        return scorer(card, traj, device), False, None
+    except DeviceError as e:
+        return None, True, f"scoring failed: {e}"
 
 
 def _lazy(image: Image.Image) -> Image.Image:
