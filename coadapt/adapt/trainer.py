@@ -37,7 +37,11 @@ class LoraTrainer:
         self.policy = policy
         self.cfg = cfg
         if not policy.has_adapter:
-            policy.add_adapter(LoraSettings(r=cfg.lora_r, alpha=cfg.lora_alpha))
+            # LoRA's A matrices start random: drawn from a generator seeded by the config, not from
+            # whatever the process did before, so the same config adapts the same way in any process.
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(cfg.seed)
+                policy.add_adapter(LoraSettings(r=cfg.lora_r, alpha=cfg.lora_alpha))
         self.params = policy.trainable_parameters()
         self.opt = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=0.0)
 
