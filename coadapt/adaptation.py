@@ -23,6 +23,7 @@ from coadapt.config import CoadaptConfig, to_dict
 from coadapt.evaluation import GroundTruth, build_report
 from coadapt.explore.curiosity import episode_fields
 from coadapt.rollout import RolloutRunner, TaskCard
+from coadapt.rollout.runner import EpisodeHosts
 from coadapt.runs import RunStore, RunStoreError
 from coadapt.tasks.base import TaskTemplate
 from coadapt.tasks.registry import templates_for_app
@@ -80,10 +81,11 @@ def replay_success(card: TaskCard, task: TaskTemplate, actions: list, device, de
 
 
 def run_adapt_job(app: str, cfg: CoadaptConfig, out: Path, *, report: bool = True, base: bool = True,
-                  ablations: bool = False, ceiling: bool = False, progress: ProgressFn | None = None
-                  ) -> dict[str, Any]:
+                  ablations: bool = False, ceiling: bool = False, progress: ProgressFn | None = None,
+                  hosts: EpisodeHosts | None = None) -> dict[str, Any]:
     """Adapt to `app`; with `report`, evaluate the adapted policy (and with `base` the base policy,
-    before adapting) by ground truth on the app's eval instances."""
+    before adapting) by ground truth on the app's eval instances. With `hosts` (Ray), rollouts,
+    evaluations and the exploration run on the hosts' devices; this process stays the learner."""
     say = progress or (lambda e, d: None)
     package = app_class(app).package
     if cfg.model.model in ("oracle", "random"):
@@ -91,13 +93,13 @@ def run_adapt_job(app: str, cfg: CoadaptConfig, out: Path, *, report: bool = Tru
     store = RunStore(out, screens=cfg.devices.screens)
     try:
         return _run(app, package, cfg, out, store, report=report, base=base, ablations=ablations, ceiling=ceiling,
-                    say=say)
+                    say=say, hosts=hosts)
     finally:
         store.close()
 
 
 def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore, *, report: bool, base: bool,
-         ablations: bool, ceiling: bool, say: ProgressFn) -> dict[str, Any]:
+         ablations: bool, ceiling: bool, say: ProgressFn, hosts: EpisodeHosts | None) -> dict[str, Any]:
     from coadapt.adapt.loop import adapt
     from coadapt.adapt.verifier import FeatureJudge, ModelJudge, Verifier
     from coadapt.policy.agent import VLMAgentPolicy
@@ -131,7 +133,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
         who = who or agents
         say("eval", {"phase": phase, "total": len(eval_cards)})
         runner = RolloutRunner(pool, who, store, scorer=GroundTruth(eval_tasks), settings=settings,
-                               annotate=episode_fields)
+                               annotate=episode_fields, hosts=hosts)
         with greedy(who):
             res = runner.run(eval_cards, k=1, phase=phase, keep=False)
         rep = build_report(store, [c.key for c in eval_cards], who.name, k=1, phase=phase, lost=res.lost)
@@ -146,12 +148,12 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
 
     # ------------------------------------------------------------------ adaptation (no ground truth)
     t_adapt = time.monotonic()
-    proposals, base_card = explore_for_adapt(package, a, pool, out / "explore", agents, say)
+    proposals, base_card = explore_for_adapt(package, a, pool, out / "explore", agents, say, hosts=hosts)
     result["explore"] = {"proposals": len(proposals), "wall_clock_s": round(time.monotonic() - t_adapt, 1),
                          "memory_lines": len(agents.memory.get(package, "").splitlines())}
     summary = adapt(agents, pool, store, train_cards, check_cards, a, verifier, out_dir=out, settings=settings,
                     progress=say, proposals=proposals if a.proposals else (), proposal_base=base_card,
-                    spent_s=time.monotonic() - t_adapt)
+                    spent_s=time.monotonic() - t_adapt, hosts=hosts)
     result["adapt_wall_clock_s"] = round(time.monotonic() - t_adapt, 1)
     result["rounds"] = [{k: v for k, v in r.items() if k != "verifier"} for r in summary["rounds"]]
     result["adapter"] = summary["adapter"]
@@ -182,7 +184,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
         if base:
             result["ceiling_gain"] = round(result["ceiling"]["success_rate"] - result["base"]["success_rate"], 4)
     if ablations:
-        result["ablations"] = run_ablations(app, cfg, out, progress=say)
+        result["ablations"] = run_ablations(app, cfg, out, progress=say, hosts=hosts)
     result["wall_clock_s"] = round(time.monotonic() - t_start, 1)
     result["peak_rss_mb"] = round(peak_rss_mb(), 1)
     result["peak_rss_mb_by_phase"] = rss  # the process peak so far, at the end of each phase
@@ -198,10 +200,11 @@ def explore_card(package: str, seed: int) -> TaskCard:
     return TaskCard.from_template(task, f"explore/{package}", source="explore")
 
 
-def explore_for_adapt(package: str, a: Any, pool: Any, out: Path, agents: Any, say: ProgressFn
-                      ) -> tuple[list, TaskCard]:
+def explore_for_adapt(package: str, a: Any, pool: Any, out: Path, agents: Any, say: ProgressFn, *,
+                      hosts: Any = None) -> tuple[list, TaskCard]:
     """Explore the app before the rounds (or reload a resumed run's exploration): the proposals,
-    the card they start from, and the memory set on `agents` when the config shows it."""
+    the card they start from, and the memory set on `agents` when the config shows it. With
+    `hosts`, one of them explores and its files are written into `out` here."""
     from coadapt.explore.job import explore_app, load_explored
 
     card = explore_card(package, a.seed)
@@ -210,9 +213,15 @@ def explore_for_adapt(package: str, a: Any, pool: Any, out: Path, agents: Any, s
     loaded = load_explored(out)
     if loaded is None:
         say("explore", {"runs": a.explore_runs, "steps": a.explore_steps})
-        with pool.lease() as slot:
-            found = explore_app(slot.device, card, app_names=label_map(), steps=a.explore_steps, runs=a.explore_runs,
-                                seed=a.seed, out_dir=out, proposals=a.proposals)
+        options = dict(steps=a.explore_steps, runs=a.explore_runs, seed=a.seed, proposals=a.proposals)
+        if hosts is not None:
+            found, files = hosts.explore(card, options)
+            for rel, data in files.items():
+                (out / rel).parent.mkdir(parents=True, exist_ok=True)
+                (out / rel).write_bytes(data)
+        else:
+            with pool.lease() as slot:
+                found = explore_app(slot.device, card, app_names=label_map(), out_dir=out, **options)
         loaded = (found.proposals, found.memory)
     proposals, memory = loaded
     if a.memory:
@@ -250,13 +259,14 @@ def verifier_quality(store: RunStore, summary: dict[str, Any], cards: list[TaskC
             "recall": round(tp / (tp + fn), 4) if tp + fn else None}
 
 
-def run_ablations(app: str, cfg: CoadaptConfig, out: Path, progress: ProgressFn | None = None) -> dict[str, Any]:
+def run_ablations(app: str, cfg: CoadaptConfig, out: Path, progress: ProgressFn | None = None,
+                  hosts: EpisodeHosts | None = None) -> dict[str, Any]:
     """Each ablation adapts from scratch in out/ablations/<name> with one field changed; the
     adapted success on the same eval instances is reported (its own base equals the main one)."""
     rows = {}
     for name, change in ABLATIONS.items():
         variant = dataclasses.replace(cfg, adapt=dataclasses.replace(cfg.adapt, **change))
-        rep = run_adapt_job(app, variant, out / "ablations" / name, base=False)
+        rep = run_adapt_job(app, variant, out / "ablations" / name, base=False, hosts=hosts)
         rows[name] = {"change": change, "adapted": rep["adapted"]["success_rate"], "env_steps": rep["env_steps"],
                       "rounds": len(rep["rounds"]), "wandering_rate": rep["rounds"][-1]["wandering_rate"],
                       "eval_wandering_rate": rep["adapted"].get("wandering_rate"),

@@ -149,6 +149,11 @@ _ADB_PORT = typer.Option(None, "--adb-port", help="Port of the adb server for --
                          "default: that variable, else 5037). Use another port on a machine shared with other adb users.")
 _KEEP_ADB = typer.Option(False, "--keep-adb-server", help="Leave running an adb server this command had to start "
                          "for --devices (by default it is stopped when the command ends).")
+_RAY = typer.Option(False, "--ray", help="Play episodes on Ray: device-host actors (one per simulated phone or ADB "
+                    "serial) and a policy server; joins the cluster in $RAY_ADDRESS, else starts a local Ray for the "
+                    "job. Needs pip install 'coadapt[ray]' (docs/scale.md).")
+_RAY_ADDRESS = typer.Option(None, "--ray-address", help="Join this Ray cluster (implies --ray), e.g. auto or "
+                            "head-node:6379; its nodes declare the coadapt_devices resource.")
 _SCREENS = typer.Option(None, "--screens", help="Screenshots saved in the run folder: all, changed (a screen identical to one "
                         "already saved is stored once; default) or none.")
 
@@ -238,6 +243,8 @@ def eval_cmd(
     keep_adb_server: bool = _KEEP_ADB,
     k: Optional[int] = typer.Option(None, help="Attempts per instance; pass@k is reported when k > 1. Default 1."),
     out: Optional[Path] = typer.Option(None, help="Run folder (reuse it to resume a killed run). Default: runs/eval-<suite>-<policy>-<time>."),
+    ray: bool = _RAY,
+    ray_address: Optional[str] = _RAY_ADDRESS,
 ) -> None:
     """Run every instance of a suite and report success rates (AndroidWorld-style)."""
     import time as _time
@@ -267,8 +274,8 @@ def eval_cmd(
                             f"{previous.get('policy')}); use another --out")
     store.set_meta("eval", identity)
     store.write_json("config.json", {"kind": "eval", **identity, "config": to_dict(cfg)})
-    with _adb_server(cfg.devices.devices, adb_port, keep_adb_server):
-        report = _eval_on_devices(cfg, s, pol, store, templates)
+    with _adb_server(cfg.devices.devices, adb_port, keep_adb_server), _ray_hosts(ray, ray_address, cfg) as hosts:
+        report = _eval_on_devices(cfg, s, pol, store, templates, hosts)
     report["run_folder"] = str(folder)
     report["disk_mb"] = round(store.disk_bytes() / 2**20, 1)
     store.write_json("report.json", report)
@@ -293,16 +300,30 @@ def _adb_server(devices: str | None, port: int | None, keep: bool):
     return adb_server_for([d.strip() for d in devices.split(",") if d.strip()], keep=keep, say=console.print)
 
 
-def _eval_on_devices(cfg, s, pol, store, templates) -> dict:
-    """Play the suite on the configured devices with a progress bar; the report with its wall time."""
+def _ray_hosts(use: bool, address: str | None, cfg):
+    """Device hosts on Ray for the job when --ray or --ray-address is given; else nothing (the
+    job plays in-process, as without Ray)."""
+    from contextlib import nullcontext
+
+    if not use and address is None:
+        return nullcontext(None)
+    from coadapt.scale import RaySettings, ray_hosts
+
+    return ray_hosts(RaySettings(address=address), cfg.devices, cfg.model)
+
+
+def _eval_on_devices(cfg, s, pol, store, templates, hosts=None) -> dict:
+    """Play the suite on the configured devices (or Ray hosts) with a progress bar; the report with its wall time."""
     import time as _time
 
     from coadapt.evaluation import run_suite
     from coadapt.wiring import build_pool, rollout_settings
 
-    pool = build_pool(cfg.devices)
+    pool = build_pool(cfg.devices) if hosts is None else None
     if cfg.devices.devices:
         console.print(f"devices: {cfg.devices.devices} (through the adb server)")
+    if hosts is not None:
+        console.print(f"ray: {len(hosts.hosts)} device host(s)")
     t0 = _time.perf_counter()
     with _progress_bar("eval") as bar:
         tid = bar.add_task(f"{s.name} / {pol.name}", total=None)
@@ -315,7 +336,7 @@ def _eval_on_devices(cfg, s, pol, store, templates) -> dict:
 
         report = run_suite(s, pol, pool, store, k=cfg.eval.k, space=cfg.eval.space, progress=progress,
                            settings=rollout_settings(cfg.devices), templates=templates,
-                           adapter=cfg.model.adapter)
+                           adapter=cfg.model.adapter, hosts=hosts)
     report["wall_seconds"] = round(_time.perf_counter() - t0, 2)
     return report
 
@@ -355,6 +376,8 @@ def adapt(
                                  "the oracle on the adapt instances (ground truth; a reference line, not the method)."),
     ablations: bool = typer.Option(False, "--ablations", help="Also adapt without the gate, turn credit, relabelling, and with each objective."),
     out: Optional[Path] = typer.Option(None, help="Run folder (pass it again to resume a killed run). Default: runs/adapt-<app>-<time>."),
+    ray: bool = _RAY,
+    ray_address: Optional[str] = _RAY_ADDRESS,
 ) -> None:
     """Adapt the policy to one app: rollouts, verifier, gate, LoRA update; report before/after."""
     import time as _time
@@ -392,9 +415,10 @@ def adapt(
             elif event == "ablation":
                 bar.console.print(f"ablation {d['name']}: adapted {d['adapted']:.3f}")
 
-        with _adb_server(cfg.devices.devices, adb_port, keep_adb_server):
+        with _adb_server(cfg.devices.devices, adb_port, keep_adb_server), \
+                _ray_hosts(ray, ray_address, cfg) as hosts:
             result = run_adapt_job(package, cfg, folder, report=report, ablations=ablations, ceiling=ceiling,
-                                   progress=progress)
+                                   progress=progress, hosts=hosts)
     table = Table(title=f"adapt {package}")
     for col in ("", "success", "episodes", "mean steps"):
         table.add_column(col, justify="left" if not col else "right")
@@ -427,6 +451,8 @@ def explore(
     devices: Optional[str] = _DEVICES,
     seed: int = typer.Option(0, help="Seed of the exploration (and of the phone set-up)."),
     out: Optional[Path] = typer.Option(None, help="Folder for utg.json, screens/, proposals.json, memory.txt, report.json. Default: runs/explore-<app>-<time>."),
+    ray: bool = _RAY,
+    ray_address: Optional[str] = _RAY_ADDRESS,
 ) -> None:
     """Explore an app: build its UI transition graph, propose tasks from it, write exploration memory."""
     import time as _time
@@ -435,7 +461,7 @@ def explore(
     from coadapt.apps import app_class, label_map
     from coadapt.config import load_config
     from coadapt.explore.explorer import STRATEGIES
-    from coadapt.explore.job import explore_app, write_report
+    from coadapt.explore.job import explore_app
     from coadapt.wiring import build_policy, build_pool
 
     if policy not in STRATEGIES:
@@ -446,9 +472,23 @@ def explore(
     if folder.exists() and not folder.is_dir():
         raise typer.BadParameter(f"{folder} exists and is not a folder", param_hint="--out")
     agents = build_policy(cfg.model) if policy == "model" else None
-    pool = build_pool(cfg.devices)
     card = explore_card(package, seed)
     t0 = _time.monotonic()
+    if ray or ray_address is not None:
+        # One device host explores into a scratch folder; its files are written here (no shared filesystem).
+        with _ray_hosts(ray, ray_address, cfg) as hosts:
+            console.print(f"exploring on a Ray device host ({steps} actions x {runs} run(s))")
+            result, files = hosts.explore(card, dict(steps=steps, runs=runs, seed=seed, strategy=policy,
+                                                     proposals=proposals,
+                                                     policy=hosts.remote_policy(agents) if agents else None))
+        for old in folder.glob("screens/*.png"):  # a rerun into the same folder: no stale screens
+            old.unlink()
+        for rel, data in files.items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_bytes(data)
+        _explore_summary(folder, package, policy, steps, runs, seed, result, _time.monotonic() - t0)
+        return
+    pool = build_pool(cfg.devices)
     with _progress_bar("explore") as bar, pool.lease() as slot:
         tid = bar.add_task(f"run 1/{runs}", total=steps)
 
@@ -461,8 +501,16 @@ def explore(
 
         result = explore_app(slot.device, card, app_names=label_map(), steps=steps, runs=runs, seed=seed,
                              strategy=policy, out_dir=folder, proposals=proposals, policy=agents, progress=progress)
+    _explore_summary(folder, package, policy, steps, runs, seed, result, _time.monotonic() - t0)
+
+
+def _explore_summary(folder: Path, package: str, policy: str, steps: int, runs: int, seed: int, result,
+                     seconds: float) -> None:
+    """Write an exploration's report beside its graph and print its table."""
+    from coadapt.explore.job import write_report
+
     write_report(folder, result, {"app": package, "policy": policy, "steps": steps, "runs": runs, "seed": seed,
-                                  "wall_clock_s": round(_time.monotonic() - t0, 1)})
+                                  "wall_clock_s": round(seconds, 1)})
     cov = result.coverage[0]
     table = Table(title=f"explore {package} ({policy}, {steps} actions)")
     for col in ("unique screens", "unique elements", "effective actions", "restarts", "proposals", "memory lines"):

@@ -27,7 +27,7 @@ from coadapt.policy.agent import VLMAgentPolicy
 from coadapt.policy.prompt import PolicyInput
 from coadapt.rollout import RolloutRunner, RolloutSettings, TaskCard, Trajectory, load_trajectory
 from coadapt.rollout.firewall import GuardedDevice
-from coadapt.rollout.runner import compact_obs
+from coadapt.rollout.runner import EpisodeHosts, compact_obs
 from coadapt.runs import RunStore
 
 from .advantages import episode_advantages, step_advantages, turn_facts
@@ -119,18 +119,20 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
           check_cards: Sequence[TaskCard], cfg: AdaptConfig, verifier: Verifier, *, out_dir: Path,
           settings: RolloutSettings = RolloutSettings(), progress: ProgressFn | None = None,
           proposals: Sequence[Proposal] = (), proposal_base: TaskCard | None = None,
-          spent_s: float = 0.0) -> dict[str, Any]:
+          spent_s: float = 0.0, hosts: EpisodeHosts | None = None) -> dict[str, Any]:
     """Adapt `agents`' LoRA adapter to the app of `train_cards`; returns the loop's own summary
     (self-verified numbers only). The adapter that was kept last is in out_dir/adapter.
 
     `proposals` (self-proposed tasks, set up like `proposal_base`) join the suite goals: their
     attempts are rewarded by their expectation on the final screen, not by the verifier.
-    `spent_s` is adaptation time already used (the exploration): it counts against max_minutes."""
+    `spent_s` is adaptation time already used (the exploration): it counts against max_minutes.
+    With `hosts` the rollouts are played there (the hosts' policy servers get each round's weights)."""
     say = progress or (lambda event, data: None)
     policy = agents.policy
     trainer = LoraTrainer(policy, cfg)
     guarded = dataclasses.replace(settings, guard=True, run_seed=cfg.seed)
-    runner = RolloutRunner(pool, agents, store, settings=guarded, adapter="adapter", annotate=episode_fields)
+    runner = RolloutRunner(pool, agents, store, settings=guarded, adapter="adapter", annotate=episode_fields,
+                           hosts=hosts)
     gate_cfg = GateSettings(cfg.gate, cfg.positive_threshold, cfg.negative_threshold)
     adapter_dir = out_dir / "adapter"
     started = time.monotonic()
