@@ -39,11 +39,13 @@ ALL_APPS: dict[str, type[SimApp]] = {**SEEN_APPS, **UNSEEN_APPS}
 
 
 def app_class(name: str) -> type[SimApp]:
-    """The app class for a package or launcher label; AppError listing the valid ones."""
+    """The app class for a package, its last segment (`todo`) or its launcher label; AppError
+    listing the valid ones."""
     if name in ALL_APPS:
         return ALL_APPS[name]
+    wanted = name.lower()
     for cls in ALL_APPS.values():
-        if cls.label.lower() == name.lower():
+        if wanted in (cls.label.lower(), cls.package.rsplit(".", 1)[-1].lower()):
             return cls
     valid = ", ".join(f"{p} ({c.label})" for p, c in sorted(ALL_APPS.items()))
     raise AppError(f"unknown app {name!r}; known apps: {valid}")

@@ -45,7 +45,7 @@ import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from PIL import Image
 
@@ -56,6 +56,9 @@ from coadapt.android_env.uitree import UiElement, parse_xml
 
 SCHEMA_VERSION = 3
 """The schema this code writes; folders with a lower version are migrated when opened for writing."""
+
+RUN_KINDS = ("eval", "adapt")
+"""What a run folder can hold; one kind per folder (RunStore.claim)."""
 
 GATES = ("accepted_positive", "accepted_negative", "dropped_uncertain", "dropped_infra", "dropped_flat_group")
 """What the adapt loop's gate decided about an episode (NULL: not gated)."""
@@ -514,6 +517,23 @@ class RunStore:
         """The value stored under `key`, or `default`."""
         rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else default
+
+    def claim(self, kind: str, identity: Mapping[str, Any]) -> None:
+        """Mark the folder as a `kind` run ("eval", "adapt") of `identity`, or refuse with
+        RunStoreError when it holds a run of another kind or another identity (naming what differs),
+        so that a resumed run only ever continues itself."""
+        identity = json.loads(json.dumps(identity, ensure_ascii=False))  # as stored: tuples read back as lists
+        for other in RUN_KINDS:
+            if other != kind and self.get_meta(other) is not None:
+                raise RunStoreError(f"{self.folder} holds {'an' if other[0] in 'aeiou' else 'a'} {other} run, not "
+                                    f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} run; use another --out")
+        previous = self.get_meta(kind)
+        if previous is not None and previous != identity:
+            differ = sorted(k for k in set(previous) | set(identity) if previous.get(k) != identity.get(k))
+            said = ", ".join(f"{k}: {previous.get(k)!r} there, {identity.get(k)!r} now" for k in differ[:4])
+            raise RunStoreError(f"{self.folder} holds a different {kind} run ({said}); resume it with the same "
+                                f"options or use another --out")
+        self.set_meta(kind, identity)
 
     def write_json(self, name: str, data: Any) -> Path:
         """Write `data` as `<run>/<name>` atomically (a killed run never leaves half a file)."""

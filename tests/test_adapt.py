@@ -202,7 +202,10 @@ class _Kill(Exception):
 
 def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
     out = tmp_path / "run"
-    cfg = CoadaptConfig(adapt=AdaptConfig(**{**TINY.__dict__, "rounds": 2, "instances_per_template": 1}))
+    # No time budget: on a loaded machine round 0 alone can outlast TINY's, and round 1 (where the
+    # kill happens) would never start.
+    cfg = CoadaptConfig(adapt=AdaptConfig(**{**TINY.__dict__, "rounds": 2, "instances_per_template": 1,
+                                             "max_minutes": 600}))
     seen = []
 
     def die(event, data):

@@ -598,3 +598,14 @@ def test_workers_showing_the_same_screen_at_once_write_it_once(tmp_path):
     assert len({store.step_record(e, 0)["screen"] for e in episodes}) == 1
     assert store.disk_bytes() > (tmp_path / "run" / "run.db").stat().st_size
     store.close()
+
+
+def test_a_folder_holds_one_kind_of_run_and_says_what_differs(tmp_path):
+    store = RunStore(tmp_path / "run")
+    store.claim("eval", {"suite": "smoke", "k": 2, "policy": "oracle"})
+    store.claim("eval", {"suite": "smoke", "k": 2, "policy": "oracle"})  # the same run resumes
+    with pytest.raises(RunStoreError, match=r"different eval run \(k: 2 there, 3 now\)"):
+        store.claim("eval", {"suite": "smoke", "k": 3, "policy": "oracle"})
+    with pytest.raises(RunStoreError, match="holds an eval run, not an adapt run"):
+        store.claim("adapt", {"app": "com.example.todo"})
+    store.close()

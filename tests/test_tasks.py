@@ -77,3 +77,14 @@ def test_seed_spaces_are_disjoint():
         for b in spaces:
             if a != b:
                 assert not seeds[a] & seeds[b]
+
+
+def test_an_app_is_named_by_package_last_segment_or_label():
+    from coadapt.apps import AppError, app_class
+
+    for package in ALL_APPS:
+        short = package.rsplit(".", 1)[-1]
+        assert app_class(short).package == package == app_class(short.upper()).package
+        assert app_class(ALL_APPS[package].label).package == package
+    with pytest.raises(AppError, match="unknown app 'example'"):
+        app_class("example")

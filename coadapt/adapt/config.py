@@ -97,7 +97,8 @@ class AdaptConfig:
             if not ok:
                 raise ConfigError(f"adapt.{msg}")
 
-        need(self.explore_steps >= 0 and self.explore_runs >= 1, "explore_steps must be >= 0 and explore_runs >= 1")
+        need(self.explore_steps >= 0, f"explore_steps must be >= 0, got {self.explore_steps}")
+        need(self.explore_runs >= 1, f"explore_runs must be >= 1, got {self.explore_runs}")
         need(self.proposals >= 0, f"proposals must be >= 0, got {self.proposals}")
         need(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
         need(self.instances_per_template >= 1, f"instances_per_template must be >= 1, got {self.instances_per_template}")
@@ -109,12 +110,18 @@ class AdaptConfig:
         need(0 <= self.negative_threshold < self.positive_threshold <= 1,
              f"need 0 <= negative_threshold < positive_threshold <= 1, got {self.negative_threshold}, {self.positive_threshold}")
         need(0 < self.credit_discount <= 1, f"credit_discount must be in (0, 1], got {self.credit_discount}")
-        need(self.progress_weight >= 0 and self.self_imitation >= 0, "progress_weight and self_imitation must be >= 0")
-        need(self.lora_r >= 1 and self.lora_alpha > 0, f"lora_r >= 1 and lora_alpha > 0, got {self.lora_r}, {self.lora_alpha}")
-        need(self.lr > 0 and self.epochs >= 1 and self.batch_size >= 1, "lr > 0, epochs >= 1 and batch_size >= 1")
-        need(0 < self.clip < 1 and self.kl_weight >= 0, f"clip in (0, 1) and kl_weight >= 0, got {self.clip}, {self.kl_weight}")
-        need(self.max_minutes > 0 and self.eval_instances >= 1 and self.judge_votes >= 1,
-             "max_minutes > 0, eval_instances >= 1, judge_votes >= 1")
+        need(self.progress_weight >= 0, f"progress_weight must be >= 0, got {self.progress_weight}")
+        need(self.self_imitation >= 0, f"self_imitation must be >= 0, got {self.self_imitation}")
+        need(self.lora_r >= 1, f"lora_r must be >= 1, got {self.lora_r}")
+        need(self.lora_alpha > 0, f"lora_alpha must be > 0, got {self.lora_alpha}")
+        need(self.lr > 0, f"lr must be > 0, got {self.lr}")
+        need(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
+        need(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
+        need(0 < self.clip < 1, f"clip must be in (0, 1), got {self.clip}")
+        need(self.kl_weight >= 0, f"kl_weight must be >= 0, got {self.kl_weight}")
+        need(self.max_minutes > 0, f"max_minutes must be > 0, got {self.max_minutes}")
+        need(self.eval_instances >= 1, f"eval_instances must be >= 1, got {self.eval_instances}")
+        need(self.judge_votes >= 1, f"judge_votes must be >= 1, got {self.judge_votes}")
 
     def horizon_at(self, round: int, task_limit: int) -> int:
         """The step limit of a task in `round` (the task's own limit caps it)."""
