@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import threading
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Literal, Sequence
@@ -38,6 +39,10 @@ from coadapt.android_env.observation import Observation
 from .parser import parse_action
 from .prompt import PolicyInput, PromptConfig, chat_messages, make_inputs
 from .sampling import RowSampler, constrain, constraint_processors, fresh_seeds, step_logprobs
+
+# peft reads transformers' `is_gradient_checkpointing`, which transformers 5 deprecates: the
+# warning is about the two libraries, not about anything a user of coadapt can change.
+warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 
 if TYPE_CHECKING:
     from .constrain import TokenBytes
