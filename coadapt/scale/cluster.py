@@ -34,7 +34,7 @@ DEVICE_RESOURCE = "coadapt_devices"
 READY_TIMEOUT_S = 180.0
 """How long actors may take to start (a policy server loads its model), in seconds."""
 
-PING_TIMEOUT_S = 60.0
+PING_TIMEOUT_S = 30.0
 """How long a host that failed a call may take to answer again (Ray restarting it), in seconds."""
 
 
@@ -112,17 +112,23 @@ class RayHosts:
         return got
 
     def alive(self, i: int) -> bool:
-        """Whether host `i` answers (after Ray restarted it, if it died); marks it dead otherwise."""
-        if i in self.dead:
-            return False
-        try:
-            self._last[i] = self.ray.get(self.hosts[i].status.remote(), timeout=PING_TIMEOUT_S)
-            return True
-        except (self.ray.exceptions.RayError, NoDeviceError):
-            with self._lock:
-                self.dead.add(i)
-            log.warning("device host %d is gone; its devices are out of the pool", i)
-            return False
+        """Whether host `i` answers within PING_TIMEOUT_S (after Ray restarted it, if it died);
+        marks it dead otherwise. A ping sent while Ray has not yet noticed the death, or while
+        the actor restarts, fails at once: it is retried until the deadline."""
+        deadline = time.monotonic() + PING_TIMEOUT_S
+        while i not in self.dead:
+            try:
+                self._last[i] = self.ray.get(self.hosts[i].status.remote(),
+                                             timeout=max(0.1, deadline - time.monotonic()))
+                return True
+            except (self.ray.exceptions.RayError, NoDeviceError) as e:
+                if time.monotonic() >= deadline or isinstance(e, NoDeviceError):
+                    with self._lock:
+                        self.dead.add(i)
+                    log.warning("device host %d is gone (%s); its devices are out of the pool", i, type(e).__name__)
+                    return False
+                time.sleep(0.5)
+        return False
 
     @property
     def recoveries(self) -> int:
@@ -134,9 +140,9 @@ class RayHosts:
         out += [f"host-{i}" for i in sorted(self.dead)]
         return out
 
-    def pids(self) -> list[int]:
-        """Process ids of the live hosts, by host index (for tests and the benchmark)."""
-        return [st.pid for st in sorted(self.status(), key=lambda s: s.index)]
+    def pids(self) -> dict[int, int]:
+        """Host index -> process id, for the live hosts."""
+        return {st.index: st.pid for st in self.status()}
 
     # ------------------------------------------------------------------ policy servers
 
