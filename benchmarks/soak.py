@@ -37,6 +37,7 @@ from coadapt.devices import adb_pool
 from coadapt.emulator import manager
 from coadapt.emulator.adb_server import AdbServer, free_port
 from coadapt.evaluation import evaluate_cards, suite_tasks
+from coadapt.malloc import tune_glibc_malloc
 from coadapt.policy.baselines import OraclePolicy
 from coadapt.runs import RunStore
 from coadapt.tasks.suite import Suite
@@ -159,7 +160,11 @@ def main() -> None:
     ap.add_argument("--trace", type=float, metavar="MINUTE",
                     help="trace the driver's Python allocations and print what grew from MINUTE to the end")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
+    ap.add_argument("--default-malloc", action="store_true",
+                    help="leave glibc's allocator as it is instead of tuning it as the coadapt command does")
     args = ap.parse_args()
+    if not args.default_malloc:
+        tune_glibc_malloc()  # the driver here stands for the coadapt command, which does this first
     if args.trace is not None:
         tracemalloc.start(8)
 

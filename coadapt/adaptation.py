@@ -24,7 +24,7 @@ from coadapt.evaluation import GroundTruth, build_report
 from coadapt.explore.curiosity import episode_fields
 from coadapt.rollout import RolloutRunner, TaskCard
 from coadapt.rollout.runner import EpisodeHosts
-from coadapt.runs import RunStore, RunStoreError
+from coadapt.runs import RunStore
 from coadapt.tasks.base import TaskTemplate
 from coadapt.tasks.registry import templates_for_app
 from coadapt.tasks.suite import instance_seed
@@ -108,10 +108,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     a = cfg.adapt
     identity = json.loads(json.dumps({"app": package, "model": cfg.model.model, "adapter": cfg.model.adapter,
                                       "adapt": to_dict(a)}))  # as stored: tuples read back as lists
-    previous = store.get_meta("adapt")
-    if previous is not None and previous != identity:
-        raise RunStoreError(f"{out} holds a different adaptation ({previous.get('app')}); use another --out")
-    store.set_meta("adapt", identity)
+    store.claim("adapt", identity)
     store.write_json("config.json", {"kind": "adapt", **identity, "config": to_dict(cfg)})
     t_start = time.monotonic()
     agents = build_policy(cfg.model, temperature=a.temperature)
@@ -135,7 +132,8 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
         runner = RolloutRunner(pool, who, store, scorer=GroundTruth(eval_tasks), settings=settings,
                                annotate=episode_fields, hosts=hosts)
         with greedy(who):
-            res = runner.run(eval_cards, k=1, phase=phase, keep=False)
+            res = runner.run(eval_cards, k=1, phase=phase, keep=False,
+                             progress=lambda e, d: say("episode" if e == "episode" else "eval_start", d))
         rep = build_report(store, [c.key for c in eval_cards], who.name, k=1, phase=phase, lost=res.lost)
         return {k: rep[k] for k in ("success_rate", "n_episodes", "per_task", "mean_steps", "env_steps",
                                     "invalid_action_rate", "declared", "infra_errors", "wandering_rate",
@@ -221,7 +219,7 @@ def explore_for_adapt(package: str, a: Any, pool: Any, out: Path, agents: Any, s
                 (out / rel).write_bytes(data)
         else:
             with pool.lease() as slot:
-                found = explore_app(slot.device, card, app_names=label_map(), out_dir=out, **options)
+                found = explore_app(slot.device, card, app_names=label_map(), out_dir=out, progress=say, **options)
         loaded = (found.proposals, found.memory)
     proposals, memory = loaded
     if a.memory:

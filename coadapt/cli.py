@@ -124,11 +124,17 @@ def tasks_cmd(
         keep = {t.name for t in templates_for_group(group)}
         chosen = [t for t in chosen if t.name in keep]
     table = Table(title=f"{len(chosen)} task templates")
-    for col in ("name", "app", "group", "kind", "cx", "steps", "goal template"):
-        table.add_column(col)
+    # A column the filter already fixes is left out, and only the goal wraps: names are what the
+    # user copies, so they are never cut, even on an 80-column terminal.
+    cols = [c for c in ("name", "app", "group", "kind", "cx", "steps", "goal template")
+            if not (c == "app" and app_name) and not (c == "group" and group)]
+    for col in cols:
+        table.add_column(col, no_wrap=col != "goal template", ratio=1 if col == "goal template" else None)
     for t in sorted(chosen, key=lambda t: (t.app, t.name)):
-        table.add_row(t.name, t.app.removeprefix("com.example."), "seen" if t.app in SEEN_APPS else "unseen", t.kind,
-                      str(t.complexity), str(t.max_steps), t.template)
+        cells = {"name": t.name, "app": t.app.removeprefix("com.example."),
+                 "group": "seen" if t.app in SEEN_APPS else "unseen", "kind": t.kind, "cx": str(t.complexity),
+                 "steps": str(t.max_steps), "goal template": t.template}
+        table.add_row(*(cells[c] for c in cols))
     console.print(table)
 
 
@@ -251,7 +257,7 @@ def eval_cmd(
 
     from coadapt.config import load_config, to_dict
     from coadapt.evaluation import suite_tasks
-    from coadapt.runs import RunStore, RunStoreError
+    from coadapt.runs import RunStore
     from coadapt.tasks.suite import Suite
     from coadapt.wiring import build_policy
 
@@ -268,11 +274,7 @@ def eval_cmd(
     identity = {"suite": s.name, "tasks": list(s.tasks), "seed": s.seed, "instances_per_task": s.instances_per_task,
                 "policy": cfg.model.model, "adapter": cfg.model.adapter, "k": cfg.eval.k,
                 "temperature": cfg.model.temperature, "run_seed": cfg.devices.seed}
-    previous = store.get_meta("eval")
-    if previous is not None and previous != identity:
-        raise RunStoreError(f"{folder} holds a different evaluation ({previous.get('suite')} / "
-                            f"{previous.get('policy')}); use another --out")
-    store.set_meta("eval", identity)
+    store.claim("eval", identity)
     store.write_json("config.json", {"kind": "eval", **identity, "config": to_dict(cfg)})
     with _adb_server(cfg.devices.devices, adb_port, keep_adb_server), _ray_hosts(ray, ray_address, cfg) as hosts:
         report = _eval_on_devices(cfg, s, pol, store, templates, hosts)
@@ -374,7 +376,8 @@ def adapt(
     report: bool = typer.Option(True, "--report/--no-report", help="Measure base and adapted success by ground truth (after adapting)."),
     ceiling: bool = typer.Option(False, "--ceiling", help="Also report a ceiling: the loop's update budget spent imitating "
                                  "the oracle on the adapt instances (ground truth; a reference line, not the method)."),
-    ablations: bool = typer.Option(False, "--ablations", help="Also adapt without the gate, turn credit, relabelling, and with each objective."),
+    ablations: bool = typer.Option(False, "--ablations", help="Also adapt from scratch once per variant: no gate, no turn credit, no relabelling, each "
+                                   "objective (rloo, reinforce_pp, sft), no curiosity, no proposals, memory, memory only."),
     out: Optional[Path] = typer.Option(None, help="Run folder (pass it again to resume a killed run). Default: runs/adapt-<app>-<time>."),
     ray: bool = _RAY,
     ray_address: Optional[str] = _RAY_ADDRESS,
@@ -398,6 +401,19 @@ def adapt(
         def progress(event: str, d: dict) -> None:
             if event == "eval":
                 bar.update(tid, description=f"ground-truth eval ({d['phase']})", total=d["total"], completed=0)
+            elif event == "eval_start" and d.get("done"):
+                bar.update(tid, completed=d["done"])  # a resumed eval: those episodes are already played
+            elif event == "explore":
+                bar.update(tid, description=f"exploring the app ({d['runs']} × {d['steps']} actions)",
+                           total=d["runs"] * d["steps"], completed=0)
+            elif event == "explore_step":
+                bar.update(tid, completed=d["run"] * d["total"] + d["step"])
+            elif event == "explore_run":
+                bar.console.print(f"exploration {d['run'] + 1}: {d['screens']} screens, "
+                                  f"{d['proposals']} proposals so far")
+            elif event in ("train", "check"):
+                what = "updating the adapter" if event == "train" else "self-check on held-out goals"
+                bar.update(tid, description=f"round {d['round'] + 1}/{cfg.adapt.rounds} {what}", total=1, completed=0)
             elif event == "round_start":
                 bar.update(tid, description=f"round {d['round'] + 1}/{cfg.adapt.rounds} rollouts", total=d["total"],
                            completed=d["done"])
@@ -436,6 +452,9 @@ def adapt(
         line.append(f"verifier precision {v['precision'] if v['precision'] is not None else '-'} "
                     f"on {v['accepted_positive']} accepted")
     console.print("  ".join(line))
+    if result["rounds"] and not any(r.get("kept") for r in result["rounds"]):
+        console.print("no round's update was kept (each made the self-check worse): the adapter is the fresh one, "
+                      "which leaves the base model unchanged")
     console.print(f"adapter: {result['adapter']}   report: {folder / 'report.json'}")
 
 
@@ -738,24 +757,11 @@ def emulator_stop(
     console.print("stopped: " + (", ".join(stopped) or "nothing"))
 
 
-def _return_freed_screens_to_the_os() -> None:
-    """Pin glibc's mmap threshold. Every screenshot is a ~3.4 MB buffer; glibc raises its threshold
-    after the first is freed and then serves them from the heap, which fragments: an unseen-suite
-    eval grew to 1.7 GB resident. Pinned, each buffer is mmapped and unmapped again (67 MB vs 586 MB
-    after 40 simulated episodes). A no-op where the C library is not glibc."""
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
 def main() -> None:
     """Entry point: runs the app and turns coadapt errors into a one-line message and exit code 2."""
-    _return_freed_screens_to_the_os()
+    from coadapt.malloc import tune_glibc_malloc
+
+    tune_glibc_malloc()
     try:
         app()
     except CoadaptError as e:

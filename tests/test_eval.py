@@ -151,7 +151,7 @@ def test_resume_refuses_a_different_run(tmp_path):
     base = [sys.executable, "-m", "coadapt.cli", "eval", "--suite", "smoke", "--workers", "1", "--out", str(out)]
     assert subprocess.run(base + ["--policy", "oracle"], capture_output=True, text=True).returncode == 0
     other = subprocess.run(base + ["--policy", "random"], capture_output=True, text=True)
-    assert other.returncode == 2 and "different evaluation" in other.stdout
+    assert other.returncode == 2 and "different eval run" in other.stdout
 
 
 def test_report_counts_each_attempt_once_despite_duplicate_rows(tmp_path):

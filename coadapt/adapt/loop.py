@@ -243,10 +243,12 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             samples += train_samples(t, [0.0] * len(t.steps), imitate=True, memory=memory)
 
         # ------------------------------------------------------------------ update
+        say("train", {"round": r, "samples": len(samples)})
         snapshot = policy.adapter_state()
         metrics = trainer.update(samples, seed=cfg.seed * 1000 + r) if cfg.update else {"samples": len(samples)}
 
         # ------------------------------------------------------------------ keep or roll back
+        say("check", {"round": r})
         score = check(r + 1)
         kept = score >= best - cfg.rollback_margin
         if kept:
