@@ -687,16 +687,26 @@ def emulator_start(
     snapshot: Optional[str] = typer.Option(None, help="Boot the emulators from this snapshot."),
     seed: int = typer.Option(0, help="Seed of the first virtual device (the i-th gets seed + i)."),
     boot_timeout: float = typer.Option(300.0, help="Seconds to wait for an emulator to boot."),
+    auth: bool = typer.Option(False, "--auth", help="Virtual devices require ADB authentication, like a phone: only "
+                              "the adb server of this machine (~/.android/adbkey.pub) may use them; others see "
+                              "them 'unauthorized'."),
+    auth_keys: Optional[Path] = typer.Option(None, "--auth-keys", help="With --auth: allow the keys in this "
+                                             "adbkey.pub-style file instead."),
 ) -> None:
     """Start devices that `adb devices` lists and `coadapt eval --devices` drives."""
     from coadapt.android_env.errors import ConfigError
 
     if bool(virtual) == bool(avd):
         raise ConfigError("give either --virtual N or --avd NAME (with -n N)")
+    if (auth or auth_keys) and not virtual:
+        raise ConfigError("--auth applies to --virtual devices only")
+    if auth_keys and not auth:
+        raise ConfigError("--auth-keys needs --auth")
     if virtual:
         from coadapt.emulator.manager import start_virtual_devices
 
-        records = start_virtual_devices(virtual, seed=seed)
+        keys = (auth_keys or Path.home() / ".android" / "adbkey.pub") if auth else None
+        records = start_virtual_devices(virtual, seed=seed, auth_keys=keys)
         for r in records:
             console.print(f"{r.serial}\t{r.address}\tpid {r.pid}")
         console.print(f"use them with: coadapt eval --devices {','.join(r.serial for r in records)} ...")

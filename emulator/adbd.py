@@ -1,13 +1,16 @@
 """A pure-Python adbd transport: accepts the adb server over TCP and multiplexes service streams.
 
-The adb server connects, sends CNXN, and we answer with our own CNXN (no AUTH: the device is
-"authorized", like `ro.adb.secure=0`). Each OPEN names a service; `opener(name)` returns the
-coroutine that serves it (or None to refuse with CLSE). Streams use classic stop-and-wait flow
-control: every WRTE we send waits for the host's OKAY before the next one, and the host's WRTEs
-are acknowledged only while the service keeps up reading them. The transport runs at the version
-and payload size the host's CNXN negotiates (checksummed packets for peers older than
-A_VERSION_SKIP_CHECKSUM). Every buffer is bounded (see the limits below): what would exceed a
-limit is refused, never queued. Protocol facts: shared/notes/adb-protocol.md.
+The adb server connects, sends CNXN, and we answer with our own CNXN: without allowed keys the
+device is "authorized", like `ro.adb.secure=0`. With allowed keys (`auth_keys`) we first ask for
+AUTH as a phone does (see auth.py) and serve nothing until the host proves it holds one of them;
+until then the host lists the device as "unauthorized". Each OPEN names a service;
+`opener(name)` returns the coroutine that serves it (or None to refuse with CLSE). Streams use
+classic stop-and-wait flow control: every WRTE we send waits for the host's OKAY before the next
+one, and the host's WRTEs are acknowledged only while the service keeps up reading them. The
+transport runs at the version and payload size the host's CNXN negotiates (checksummed packets
+for peers older than A_VERSION_SKIP_CHECKSUM). Every buffer is bounded (see the limits below):
+what would exceed a limit is refused, never queued. Protocol facts:
+shared/notes/adb-protocol.md.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections import deque
-from typing import AsyncIterator, Awaitable, Callable
+from typing import AsyncIterator, Awaitable, Callable, Sequence
 
+from . import auth
 from .protocol import (
     A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_VERSION_SKIP_CHECKSUM, A_WRTE, HEADER, MAX_PAYLOAD_V1,
     Message, ProtocolError, negotiate, unpack_header,
@@ -42,6 +47,8 @@ MAX_PENDING_PER_STREAM = 32 * 1024 * 1024
 a larger reply closes the stream instead."""
 MAX_PENDING_PER_CONNECTION = 64 * 1024 * 1024
 """Unacknowledged reply bytes of all streams of one transport; a reply beyond it closes its stream."""
+MAX_AUTH_ATTEMPTS = 64
+"""Signatures and public keys one transport may offer; past it the transport is dropped."""
 MAX_INBOX_PER_STREAM = 1024 * 1024
 """Bytes the host may send that the service has not read yet; past it our OKAY is held back, so
 the host (stop-and-wait) sends nothing more until the service reads."""
@@ -198,6 +205,10 @@ class _Connection:
         """Bytes of replies being sent and not yet acknowledged, over all streams."""
         self.busy = asyncio.Semaphore(MAX_BUSY_PER_CONNECTION)
         self._next_id = 1
+        self.authorized = server.auth_keys is None
+        """Whether the host may open streams (always, unless the server checks keys)."""
+        self._token = b""
+        self._auth_attempts = 0
 
     @property
     def checksummed(self) -> bool:
@@ -231,7 +242,14 @@ class _Connection:
             # Like adbd: the transport runs at the smaller version and payload of both sides, and
             # our CNXN states them (a peer that sizes its packets from it stays within its own).
             self.version, self.max_payload = negotiate(msg.arg0, msg.arg1)
-            self.send(Message(A_CNXN, self.version, self.max_payload, self.server.banner()))
+            if self.authorized:
+                self._send_connect()
+            else:
+                self._challenge()
+        elif cmd == A_AUTH and self.server.auth_keys is not None:
+            self._authenticate(msg)
+        elif not self.authorized:
+            log.debug("ignoring %s from an unauthorized host", msg)  # adbd serves nothing yet
         elif cmd == A_OPEN:
             self._open(msg.arg0, msg.data.rstrip(b"\0").decode("utf-8", errors="replace"))
         elif cmd == A_WRTE:
@@ -249,9 +267,52 @@ class _Connection:
             if stream is not None:
                 stream._peer_close()
         elif cmd in (A_AUTH, A_STLS):
-            log.debug("ignoring %s from host (we never ask for auth or TLS)", msg)
+            log.debug("ignoring %s from host (we asked for neither auth nor TLS)", msg)
         else:
             log.debug("ignoring unknown message %s", msg)
+
+    def _send_connect(self) -> None:
+        """Our CNXN: the device is online for this host."""
+        self.send(Message(A_CNXN, self.version, self.max_payload, self.server.banner()))
+
+    def _challenge(self) -> None:
+        """Send a fresh AUTH(TOKEN)."""
+        self._token = os.urandom(auth.TOKEN_SIZE)
+        self.send(Message(A_AUTH, auth.AUTH_TOKEN, 0, self._token))
+
+    def _authenticate(self, msg: Message) -> None:
+        """Handle the host's AUTH: go online if it proves an allowed key, else challenge again;
+        drop the transport after too many attempts."""
+        if self.authorized:
+            return
+        self._auth_attempts += 1
+        if self._auth_attempts > MAX_AUTH_ATTEMPTS:
+            raise ProtocolError(f"{MAX_AUTH_ATTEMPTS} failed authentication attempts")
+        if msg.arg0 == auth.AUTH_SIGNATURE and self._token and self._signed_by_allowed_key(msg.data):
+            self._go_online()
+        elif msg.arg0 == auth.AUTH_RSAPUBLICKEY and self._key_allowed(msg.data):
+            self._go_online()
+        elif msg.arg0 == auth.AUTH_SIGNATURE:
+            self._challenge()
+        else:
+            # A phone would now ask its user; ours refuses an unknown key and stays unauthorized.
+            log.info("refusing an unknown ADB key from %s", self.writer.get_extra_info("peername"))
+
+    def _signed_by_allowed_key(self, signature: bytes) -> bool:
+        return any(auth.verify(key, self._token, signature) for key in self.server.auth_keys or ())
+
+    def _key_allowed(self, payload: bytes) -> bool:
+        try:
+            return auth.parse_key_line(payload) in (self.server.auth_keys or ())
+        except auth.KeyFormatError as e:
+            log.debug("host offered a malformed key: %s", e)
+            return False
+
+    def _go_online(self) -> None:
+        self.authorized = True
+        self._token = b""
+        log.debug("host %s authenticated", self.writer.get_extra_info("peername"))
+        self._send_connect()
 
     def _open(self, remote_id: int, name: str) -> None:
         if len(self.streams) >= MAX_STREAMS_PER_CONNECTION:
@@ -303,12 +364,15 @@ class AdbdServer:
     """Listens on `host:port` and serves each adb server that connects.
 
     `banner` is called at every CNXN so the advertised state stays current; `opener` maps a
-    service name to its coroutine (None refuses it).
+    service name to its coroutine (None refuses it). `auth_keys` turns authentication on: only
+    hosts holding one of these keys are served (None: every host, the default).
     """
 
-    def __init__(self, opener: Opener, banner: Callable[[], bytes], host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, opener: Opener, banner: Callable[[], bytes], host: str = "127.0.0.1", port: int = 0,
+                 auth_keys: Sequence[auth.RsaPublicKey] | None = None):
         self.opener = opener
         self.banner = banner
+        self.auth_keys = tuple(auth_keys) if auth_keys is not None else None
         self.host = host
         self.port = port
         self.connections: set[_Connection] = set()

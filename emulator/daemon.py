@@ -11,6 +11,7 @@ import logging
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from coadapt.android_env.sim import SimConfig
 
@@ -28,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--apps", default="", help="comma-separated packages to install (default: all)")
     ap.add_argument("--popups", action="store_true", help="show random system popups")
     ap.add_argument("--boot-delay", type=float, default=0.0, help="seconds until sys.boot_completed=1")
+    ap.add_argument("--auth-keys", type=Path, default=None,
+                    help="require ADB authentication; allow only the keys in this adbkey.pub-style file")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -35,7 +38,12 @@ def main(argv: list[str] | None = None) -> int:
 
     config = SimConfig(serial=args.serial, seed=args.seed, popups=args.popups)
     apps = [a for a in args.apps.split(",") if a] or None
-    device = VirtualDevice(config, port=args.port, host=args.host, apps=apps, boot_delay_s=args.boot_delay)
+    try:
+        device = VirtualDevice(config, port=args.port, host=args.host, apps=apps, boot_delay_s=args.boot_delay,
+                               auth_keys=args.auth_keys)
+    except OSError as e:
+        log.error("cannot read the allowed ADB keys: %s", e)
+        return 2
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -27,6 +27,7 @@ from coadapt.android_env.errors import ConfigError, DeviceError
 
 from . import protocol as p
 from .adb_server import free_port, send_host_request, server_running
+from .auth import AUTH_TOKEN
 from .virtual import EMULATOR_PORTS, adb_serial_for
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,8 @@ class VirtualDeviceRecord:
     """Unix time the process was started."""
     apps: tuple[str, ...] = ()
     """Installed packages (empty: all)."""
+    auth_keys: str | None = None
+    """File of the ADB keys the device allows (None: no authentication)."""
 
     @property
     def address(self) -> str:
@@ -95,14 +98,17 @@ def runtime_dir() -> Path:
 
 
 def probe(host: str, port: int, timeout_s: float = 2.0) -> bool:
-    """True when host:port answers an ADB CNXN with a `device::` banner."""
+    """True when host:port answers an ADB CNXN with a `device::` banner, or with the AUTH token
+    a device that requires authentication sends first."""
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as s:
             s.settimeout(timeout_s)
             s.sendall(p.Message(p.A_CNXN, p.A_VERSION, p.MAX_PAYLOAD, b"host::features=shell_v2\0").pack())
             header = _recv_exact(s, p.HEADER.size)
-            command, _a0, _a1, length = p.unpack_header(header)
+            command, arg0, _a1, length = p.unpack_header(header)
             banner = _recv_exact(s, length)
+            if command == p.A_AUTH:
+                return arg0 == AUTH_TOKEN
             return command == p.A_CNXN and banner.startswith(b"device:")
     except (OSError, p.ProtocolError, EOFError):
         return False
@@ -244,14 +250,16 @@ def _adb_port(adb_port: int | None) -> int:
 
 
 def _spawn(serial: str, host: str, port: int, seed: int, apps: tuple[str, ...], runtime: Path,
-           extra_args: tuple[str, ...] = ()) -> tuple[VirtualDeviceRecord, subprocess.Popen]:
+           extra_args: tuple[str, ...] = (),
+           auth_keys: str | None = None) -> tuple[VirtualDeviceRecord, subprocess.Popen]:
     log_path = runtime / f"{serial.replace(':', '_')}.log"
     cmd = [sys.executable, "-m", "coadapt.emulator.daemon", "--port", str(port), "--host", host, "--serial", serial,
-           "--seed", str(seed), *(["--apps", ",".join(apps)] if apps else []), *extra_args]
+           "--seed", str(seed), *(["--apps", ",".join(apps)] if apps else []),
+           *(["--auth-keys", auth_keys] if auth_keys else []), *extra_args]
     with open(log_path, "ab") as logf:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True)
-    return VirtualDeviceRecord(serial, host, port, proc.pid, seed, str(log_path), time.time(), apps), proc
+    return VirtualDeviceRecord(serial, host, port, proc.pid, seed, str(log_path), time.time(), apps, auth_keys), proc
 
 
 def _wait_ready(rec: VirtualDeviceRecord, proc: subprocess.Popen, timeout_s: float, sleep: Callable[[float], None]) -> None:
@@ -288,6 +296,7 @@ def start_virtual_devices(
     runtime: Path | None = None,
     timeout_s: float = 20.0,
     extra_args: tuple[str, ...] = (),
+    auth_keys: Path | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[VirtualDeviceRecord]:
     """Start `n` detached virtual devices and return their records once all answer.
@@ -295,13 +304,16 @@ def start_virtual_devices(
     Device i gets seed `seed + i`. `ports` fixes the ports (default: free emulator ports, then
     any free ports). Each is registered with the adb server on `adb_port` (default
     $ANDROID_ADB_SERVER_PORT or 5037) if one runs. `extra_args` go to the daemon (e.g.
-    ("--boot-delay", "5")). Raises DeviceError (after stopping what it started) on failure.
+    ("--boot-delay", "5")). `auth_keys` (an adbkey.pub-style file) makes every device require ADB
+    authentication and allow only those keys; restarts keep it. Raises DeviceError (after
+    stopping what it started) on failure.
     """
     if n < 1:
         raise ConfigError(f"start {n} virtual devices? n must be >= 1")
     if ports is not None and len(ports) != n:
         raise ConfigError(f"{len(ports)} ports given for {n} devices; give one per device or none")
     runtime = runtime or runtime_dir()
+    keys_file = _auth_keys_file(auth_keys)
     spawned: list[tuple[VirtualDeviceRecord, subprocess.Popen]] = []
     with _locked_state(runtime) as records:
         taken = {r.port for r in records}
@@ -311,7 +323,7 @@ def start_virtual_devices(
                 serial = adb_serial_for(host, port)
                 if any(r.serial == serial for r in records):
                     raise ConfigError(f"{serial} is already in {runtime / STATE_FILE}; stop it first")
-                spawned.append(_spawn(serial, host, port, seed + i, apps, runtime, extra_args))
+                spawned.append(_spawn(serial, host, port, seed + i, apps, runtime, extra_args, keys_file))
             for rec, proc in spawned:
                 _wait_ready(rec, proc, timeout_s, sleep)
         except BaseException:
@@ -326,6 +338,17 @@ def start_virtual_devices(
         register(rec, _adb_port(adb_port))
     log.info("started %s", ", ".join(f"{r.serial} (pid {r.pid})" for r in started))
     return started
+
+
+def _auth_keys_file(auth_keys: Path | None) -> str | None:
+    """The absolute path of the allowed-keys file; ConfigError if it is not a readable file."""
+    if auth_keys is None:
+        return None
+    path = Path(auth_keys).expanduser().resolve()
+    if not path.is_file() or not os.access(path, os.R_OK):
+        raise ConfigError(f"ADB keys file {path} is not a readable file (an adb server writes ~/.android/adbkey.pub "
+                          "on its first start)")
+    return str(path)
 
 
 def list_virtual_devices(*, runtime: Path | None = None, adb_port: int | None = None) -> list[VirtualDeviceStatus]:
@@ -381,7 +404,7 @@ def restart_virtual_device(serial: str, *, runtime: Path | None = None, adb_port
         # The server would keep the dead transport "offline" and retry it only 10 s later, while
         # a new connect is answered "already connected": drop it so the restart is seen at once.
         _unregister(rec, _adb_port(adb_port))
-        new, proc = _spawn(rec.serial, rec.host, rec.port, rec.seed, rec.apps, runtime)
+        new, proc = _spawn(rec.serial, rec.host, rec.port, rec.seed, rec.apps, runtime, auth_keys=rec.auth_keys)
         _wait_ready(new, proc, timeout_s, sleep)
         records[records.index(rec)] = new
     if register(new, _adb_port(adb_port)):

@@ -17,6 +17,7 @@ import struct
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from coadapt.android_env.sim import SimConfig, SimDevice
@@ -25,6 +26,7 @@ from coadapt.apps import make_apps
 
 from . import protocol as p
 from .adbd import AdbdServer, Service, Stream
+from .auth import load_keys
 from .phone import Phone
 from .u2server import U2Rpc, handle_http, parse_request
 
@@ -70,6 +72,8 @@ class VirtualDevice:
 
     `start()` binds and serves in a background thread; `stop()` (or `kill()`) drops every
     connection, so the adb server sees the device vanish. Use as a context manager in tests.
+    `auth_keys` (an adbkey.pub-style file) turns ADB authentication on: only adb servers holding
+    one of its keys may use the device; the others list it as "unauthorized".
     """
 
     def __init__(
@@ -80,12 +84,14 @@ class VirtualDevice:
         host: str = "127.0.0.1",
         apps: list[str] | None = None,
         boot_delay_s: float = 0.0,
+        auth_keys: Path | None = None,
     ):
         self.sim = SimDevice(make_apps(apps), config or SimConfig())
         self.phone = Phone(self.sim, boot_delay_s=boot_delay_s)
         self.rpc = U2Rpc(self.phone)
         self.host = host
-        self._server = AdbdServer(self._open, self._banner, host, port)
+        keys = load_keys(auth_keys) if auth_keys is not None else None
+        self._server = AdbdServer(self._open, self._banner, host, port, auth_keys=keys)
         self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"vd-{self.sim.serial}")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
