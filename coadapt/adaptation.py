@@ -9,7 +9,6 @@ attempts on a fresh phone and asking their checkers.
 from __future__ import annotations
 
 import dataclasses
-import json
 import resource
 import time
 from pathlib import Path
@@ -106,8 +105,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     from coadapt.wiring import build_policy, build_pool, rollout_settings
 
     a = cfg.adapt
-    identity = json.loads(json.dumps({"app": package, "model": cfg.model.model, "adapter": cfg.model.adapter,
-                                      "adapt": to_dict(a)}))  # as stored: tuples read back as lists
+    identity = {"app": package, "model": cfg.model.model, "adapter": cfg.model.adapter, "adapt": to_dict(a)}
     store.claim("adapt", identity)
     store.write_json("config.json", {"kind": "adapt", **identity, "config": to_dict(cfg)})
     t_start = time.monotonic()
@@ -203,7 +201,7 @@ def explore_for_adapt(package: str, a: Any, pool: Any, out: Path, agents: Any, s
     """Explore the app before the rounds (or reload a resumed run's exploration): the proposals,
     the card they start from, and the memory set on `agents` when the config shows it. With
     `hosts`, one of them explores and its files are written into `out` here."""
-    from coadapt.explore.job import explore_app, load_explored
+    from coadapt.explore.job import explore_app, load_explored, write_explored
 
     card = explore_card(package, a.seed)
     if a.explore_steps == 0 or (a.proposals == 0 and not a.memory):
@@ -214,9 +212,7 @@ def explore_for_adapt(package: str, a: Any, pool: Any, out: Path, agents: Any, s
         options = dict(steps=a.explore_steps, runs=a.explore_runs, seed=a.seed, proposals=a.proposals)
         if hosts is not None:
             found, files = hosts.explore(card, options)
-            for rel, data in files.items():
-                (out / rel).parent.mkdir(parents=True, exist_ok=True)
-                (out / rel).write_bytes(data)
+            write_explored(out, files)
         else:
             with pool.lease() as slot:
                 found = explore_app(slot.device, card, app_names=label_map(), out_dir=out, progress=say, **options)

@@ -480,7 +480,7 @@ def explore(
     from coadapt.apps import app_class, label_map
     from coadapt.config import load_config
     from coadapt.explore.explorer import STRATEGIES
-    from coadapt.explore.job import explore_app
+    from coadapt.explore.job import explore_app, write_explored
     from coadapt.wiring import build_policy, build_pool
 
     if policy not in STRATEGIES:
@@ -500,11 +500,7 @@ def explore(
             result, files = hosts.explore(card, dict(steps=steps, runs=runs, seed=seed, strategy=policy,
                                                      proposals=proposals,
                                                      policy=hosts.remote_policy(agents) if agents else None))
-        for old in folder.glob("screens/*.png"):  # a rerun into the same folder: no stale screens
-            old.unlink()
-        for rel, data in files.items():
-            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-            (folder / rel).write_bytes(data)
+        write_explored(folder, files)
         _explore_summary(folder, package, policy, steps, runs, seed, result, _time.monotonic() - t0)
         return
     pool = build_pool(cfg.devices)

@@ -40,9 +40,8 @@ def explore_app(device: Device, card: TaskCard, *, app_names: dict[str, str] | N
     guarded device (app state cannot be read), and propose tasks from what was found."""
     say = progress or (lambda e, d: None)
     env = AndroidEnv(GuardedDevice(device), app_names)
-    if out_dir is not None and (out_dir / "screens").is_dir():
-        for old in (out_dir / "screens").glob("*.png"):  # a rerun into the same folder: no stale screens
-            old.unlink()
+    if out_dir is not None:
+        clear_screens(out_dir)
     found: dict[str, Proposal] = {}
     coverage = []
     first: Exploration | None = None
@@ -65,6 +64,21 @@ def explore_app(device: Device, card: TaskCard, *, app_names: dict[str, str] | N
         (out_dir / "proposals.json").write_text(dumps(chosen))
         (out_dir / "memory.txt").write_text(result.memory)
     return result
+
+
+def clear_screens(out_dir: Path) -> None:
+    """Delete an earlier exploration's screenshots, so a rerun into the same folder keeps none stale."""
+    for old in out_dir.glob("screens/*.png"):
+        old.unlink()
+
+
+def write_explored(out_dir: Path, files: dict[str, bytes]) -> None:
+    """Write the files an exploration elsewhere produced (relative path -> bytes) into `out_dir`,
+    as if it had explored there."""
+    clear_screens(out_dir)
+    for rel, data in files.items():
+        (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out_dir / rel).write_bytes(data)
 
 
 def load_explored(out_dir: Path) -> tuple[list[Proposal], str] | None:

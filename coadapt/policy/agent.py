@@ -7,41 +7,17 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from coadapt.android_env.actions import describe
-from coadapt.android_env.observation import Observation
-from coadapt.rollout.cards import TaskCard, step_seed
+from coadapt.rollout.cards import TaskCard
 
-from .base import Decision
 from .batching import Batcher
+from .episode_agent import Request, VLMAgent
 from .model import Generation, PolicyConfig, VLMPolicy
 from .processor import ModelLoadError
-from .prompt import PolicyInput
 
 log = logging.getLogger(__name__)
 
 BUNDLED_MODEL = Path(__file__).with_name("tiny_vlm")
 """Where the pretrained tiny VLM ships inside the package (written by `coadapt pretrain`)."""
-
-Request = tuple[PolicyInput, int]
-"""One decision to make: the model's input and the step's sampling seed."""
-
-
-class VLMAgent:
-    """One episode: feeds the model its goal, the screen and what it did so far. Step t samples
-    with seed `step_seed(seed, t)`, so an episode reproduces whatever else shares the batch."""
-
-    def __init__(self, generate: Batcher[Request, Generation], goal: str, seed: int, memory: str = ""):
-        self._generate = generate
-        self.goal = goal
-        self.seed = seed
-        self.memory = memory
-        self.history: list[str] = []
-
-    def act(self, obs: Observation) -> Decision:
-        history = tuple(self.history)
-        gen = self._generate((PolicyInput(obs, self.goal, history, self.memory), step_seed(self.seed, len(history))))
-        self.history.append(gen.text or describe(gen.action))
-        return Decision(gen.action, gen.text, gen.token_ids, gen.logprobs, history)
 
 
 class VLMAgentPolicy:

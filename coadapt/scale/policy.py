@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from coadapt.android_env.actions import describe
-from coadapt.android_env.observation import Observation
-from coadapt.policy.base import Decision
-from coadapt.policy.prompt import PolicyInput
-from coadapt.rollout.cards import TaskCard, step_seed
+from coadapt.policy.episode_agent import Request, VLMAgent
+from coadapt.rollout.cards import TaskCard
 
 from .wire import WireInput
 
@@ -80,25 +77,16 @@ class PolicyServer:
                 "adapter_version": self.version}
 
 
-class RemoteAgent:
-    """One episode whose decisions come from a policy server: the same history and per-step seeds
-    as the in-process `VLMAgent`, so an episode reproduces wherever it runs."""
+def remote_generate(server: Any) -> Callable[[Request], Generation]:
+    """Generation by a policy server, for the same `VLMAgent` the in-process policy starts, so an
+    episode reproduces wherever it runs."""
+    import ray
 
-    def __init__(self, server: Any, goal: str, seed: int, memory: str = ""):
-        self.server = server
-        self.goal = goal
-        self.seed = seed
-        self.memory = memory
-        self.history: list[str] = []
+    def generate(request: Request) -> Generation:
+        inp, seed = request
+        return ray.get(server.generate.remote(WireInput.of(inp), seed))
 
-    def act(self, obs: Observation) -> Decision:
-        import ray
-
-        history = tuple(self.history)
-        request = WireInput.of(PolicyInput(obs, self.goal, history, self.memory))
-        gen = ray.get(self.server.generate.remote(request, step_seed(self.seed, len(history))))
-        self.history.append(gen.text or describe(gen.action))
-        return Decision(gen.action, gen.text, gen.token_ids, gen.logprobs, history)
+    return generate
 
 
 @dataclass(frozen=True)
@@ -110,8 +98,9 @@ class RemotePolicy:
     servers: tuple[Any, ...]
     memory: Mapping[str, str]
 
-    def start(self, card: TaskCard, seed: int) -> RemoteAgent:
-        return RemoteAgent(self.servers[seed % len(self.servers)], card.goal, seed, self.memory.get(card.app, ""))
+    def start(self, card: TaskCard, seed: int) -> VLMAgent:
+        return VLMAgent(remote_generate(self.servers[seed % len(self.servers)]), card.goal, seed,
+                        self.memory.get(card.app, ""))
 
 
 def adapter_digest(state: Mapping[str, Any]) -> str:
