@@ -16,24 +16,26 @@ from coadapt.apps import make_apps
 log = logging.getLogger(__name__)
 
 
+def sim_slot(i: int, seed: int = 0, *, popups: bool = False) -> DeviceSlot:
+    """Simulated phone number `i` of a pool (seeded seed + i, serial sim-i); a dead one is
+    replaced by a fresh phone."""
+    cfg = SimConfig(seed=seed + i, serial=f"sim-{i}", popups=popups)
+    box: dict[str, SimDevice] = {}
+
+    def connect() -> SimDevice:
+        if "device" not in box:
+            box["device"] = SimDevice(make_apps(), cfg)
+        return box["device"]
+
+    def restart() -> None:
+        box.pop("device", None)
+
+    return DeviceSlot(cfg.serial, connect=connect, restart=restart)
+
+
 def sim_pool(n: int, seed: int = 0, *, popups: bool = False) -> DevicePool:
     """`n` simulated phones; a dead one is replaced by a fresh phone."""
-
-    def slot(i: int) -> DeviceSlot:
-        cfg = SimConfig(seed=seed + i, serial=f"sim-{i}", popups=popups)
-        box: dict[str, SimDevice] = {}
-
-        def connect() -> SimDevice:
-            if "device" not in box:
-                box["device"] = SimDevice(make_apps(), cfg)
-            return box["device"]
-
-        def restart() -> None:
-            box.pop("device", None)
-
-        return DeviceSlot(cfg.serial, connect=connect, restart=restart)
-
-    return DevicePool([slot(i) for i in range(n)])
+    return DevicePool([sim_slot(i, seed, popups=popups) for i in range(n)])
 
 
 def adb_pool(serials: list[str], config: AdbConfig | None = None) -> DevicePool:

@@ -229,15 +229,10 @@ class RolloutRunner:
 
     def _play(self, card: TaskCard, attempt: int, round: int | None, phase: str, device: Device) -> Trajectory:
         seed = episode_seed(self.settings.run_seed, card.key, attempt, round)
-        env_device = GuardedDevice(device) if self.settings.guard else device
-        env = AndroidEnv(env_device, app_names=self.app_names, settle_seconds=self.settings.settle_seconds)
         episode_id = self._start(card, attempt, round, phase, getattr(device, "serial", None))
-        agent = self.policy.start(card, seed)
-        traj = run_episode(env, agent, card, attempt=attempt, round=round, seed=seed,
-                           on_step=lambda i, rec: self._record(episode_id, i, rec))
+        traj = play_episode(device, self.policy, self.scorer, self.settings, self.app_names, card, attempt, round,
+                            seed, on_step=lambda i, rec: self._record(episode_id, i, rec))
         traj.episode_id = episode_id
-        if not traj.infra_error and self.scorer is not None:
-            traj.score, traj.infra_error, traj.error = score_episode(self.scorer, card, traj, device)
         self._finish(traj)
         return traj
 
@@ -274,13 +269,20 @@ class RolloutRunner:
                                       success=traj.score, **extra)
 
 
-def score_episode(scorer: Scorer, card: TaskCard, traj: Trajectory, device: Device
-                  ) -> tuple[float | None, bool, str | None]:
-    """(score, infra_error, error) of a finished episode: a scorer's DeviceError makes it an infra error."""
-    try:
-        return scorer(card, traj, device), False, None
-    except DeviceError as e:
-        return None, True, f"scoring failed: {e}"
+def play_episode(device: Device, policy: Policy, scorer: Scorer | None, settings: RolloutSettings,
+                 app_names: Mapping[str, str], card: TaskCard, attempt: int, round: int | None, seed: int, *,
+                 on_step: Callable[[int, StepRecord], None] | None = None) -> Trajectory:
+    """One episode on `device`, scored there while it shows the final state (a scorer's
+    DeviceError makes it an infra error); the runner and the Ray device hosts both play this way."""
+    env_device = GuardedDevice(device) if settings.guard else device
+    env = AndroidEnv(env_device, app_names=dict(app_names), settle_seconds=settings.settle_seconds)
+    traj = run_episode(env, policy.start(card, seed), card, attempt=attempt, round=round, seed=seed, on_step=on_step)
+    if not traj.infra_error and scorer is not None:
+        try:
+            traj.score = scorer(card, traj, device)
+        except DeviceError as e:
+            traj.infra_error, traj.error = True, f"scoring failed: {e}"
+    return traj
 
 
 def _lazy(image: Image.Image) -> Image.Image:

@@ -8,13 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from coadapt.android_env.env import AndroidEnv
-from coadapt.android_env.pool import DevicePool, DeviceSlot
+from coadapt.android_env.pool import DevicePool
 from coadapt.policy.base import Policy
 from coadapt.rollout.cards import TaskCard
-from coadapt.rollout.episode import run_episode
-from coadapt.rollout.firewall import GuardedDevice
-from coadapt.rollout.runner import RolloutSettings, Scorer, score_episode
+from coadapt.rollout.runner import RolloutSettings, Scorer, play_episode
 
 from .wire import EpisodeRecord
 
@@ -51,24 +48,10 @@ class HostStatus:
 
 def host_pool(spec: HostSpec) -> DevicePool:
     """The host's slice of the pool, with the same recovery escalation as an in-process pool."""
-    slots: list[DeviceSlot] = []
-    if spec.sims:
-        from coadapt.android_env.sim import SimConfig, SimDevice
-        from coadapt.apps import make_apps
+    from coadapt.devices import adb_pool, sim_slot
 
-        for i in spec.sims:
-            cfg = SimConfig(seed=spec.seed + i, serial=f"sim-{i}", popups=spec.popups)
-            box: dict[str, SimDevice] = {}
-
-            def connect(cfg: SimConfig = cfg, box: dict = box) -> SimDevice:
-                if "device" not in box:
-                    box["device"] = SimDevice(make_apps(), cfg)
-                return box["device"]
-
-            slots.append(DeviceSlot(cfg.serial, connect=connect, restart=lambda box=box: box.pop("device", None)))
+    slots = [sim_slot(i, spec.seed, popups=spec.popups) for i in spec.sims]
     if spec.serials:
-        from coadapt.devices import adb_pool
-
         slots += adb_pool(list(spec.serials)).slots
     return DevicePool(slots)
 
@@ -88,13 +71,8 @@ class DeviceHost:
         its final state). Raises NoDeviceError when every device of the host is retired."""
         slot = self.pool.acquire()
         try:
-            device = slot.device
-            assert device is not None
-            env_device = GuardedDevice(device) if settings.guard else device
-            env = AndroidEnv(env_device, app_names=dict(app_names), settle_seconds=settings.settle_seconds)
-            traj = run_episode(env, policy.start(card, seed), card, attempt=attempt, round=round, seed=seed)
-            if not traj.infra_error and scorer is not None:
-                traj.score, traj.infra_error, traj.error = score_episode(scorer, card, traj, device)
+            assert slot.device is not None
+            traj = play_episode(slot.device, policy, scorer, settings, app_names, card, attempt, round, seed)
         except BaseException:
             self.pool.release(slot)
             raise
