@@ -86,11 +86,16 @@ class DeviceSettings:
     max_infra_retries: int = 2
     """How often an episode cut by a device fault is replayed before it counts as lost."""
 
+    @property
+    def serials(self) -> list[str]:
+        """The ADB serials of `devices`, in order (empty: simulated phones)."""
+        return [d.strip() for d in (self.devices or "").split(",") if d.strip()]
+
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise ConfigError(f"devices.workers must be >= 1, got {self.workers}")
         if self.devices is not None:
-            serials = [d.strip() for d in self.devices.split(",") if d.strip()]
+            serials = self.serials
             twice = sorted({d for d in serials if serials.count(d) > 1})
             if twice:
                 raise ConfigError(f"devices.devices: {', '.join(twice)} is listed twice; give each serial once")

@@ -104,24 +104,12 @@ def probe(host: str, port: int, timeout_s: float = 2.0) -> bool:
         with socket.create_connection((host, port), timeout=timeout_s) as s:
             s.settimeout(timeout_s)
             s.sendall(p.Message(p.A_CNXN, p.A_VERSION, p.MAX_PAYLOAD, b"host::features=shell_v2\0").pack())
-            header = _recv_exact(s, p.HEADER.size)
-            command, arg0, _a1, length = p.unpack_header(header)
-            banner = _recv_exact(s, length)
-            if command == p.A_AUTH:
-                return arg0 == AUTH_TOKEN
-            return command == p.A_CNXN and banner.startswith(b"device:")
+            msg = p.read_message(s)
+            if msg.command == p.A_AUTH:
+                return msg.arg0 == AUTH_TOKEN
+            return msg.command == p.A_CNXN and msg.data.startswith(b"device:")
     except (OSError, p.ProtocolError, EOFError):
         return False
-
-
-def _recv_exact(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("connection closed")
-        buf += chunk
-    return buf
 
 
 def _pid_alive(pid: int) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import struct
 from dataclasses import dataclass
 
@@ -76,6 +77,23 @@ def unpack_header(raw: bytes, max_payload: int = MAX_PAYLOAD) -> tuple[int, int,
     if length > max_payload:
         raise ProtocolError(f"payload of {length} bytes exceeds {max_payload}")
     return command, arg0, arg1, length
+
+
+def read_message(sock: socket.socket) -> Message:
+    """One whole message from a blocking socket (a client's side of the transport); EOFError when
+    the peer closes first, ProtocolError when the header is malformed."""
+    command, arg0, arg1, length = unpack_header(_read_exact(sock, HEADER.size))
+    return Message(command, arg0, arg1, _read_exact(sock, length))
+
+
+def _read_exact(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError("the device closed the transport")
+        buf += chunk
+    return buf
 
 
 def device_banner(props: dict[str, str], features: tuple[str, ...]) -> bytes:

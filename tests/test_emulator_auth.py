@@ -77,26 +77,11 @@ def test_load_keys_skips_malformed_lines(tmp_path):
 # --------------------------------------------------------------------------- the handshake on the wire
 
 
-def _recv_exact(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("the device closed the transport")
-        buf += chunk
-    return buf
-
-
-def _recv(s: socket.socket) -> p.Message:
-    command, arg0, arg1, length = p.unpack_header(_recv_exact(s, p.HEADER.size))
-    return p.Message(command, arg0, arg1, _recv_exact(s, length))
-
-
 def _connect(dev: VirtualDevice) -> tuple[socket.socket, bytes]:
     """A raw transport to `dev` after CNXN; returns it with the device's first AUTH token."""
     s = socket.create_connection((dev.host, dev.port), timeout=5)
     s.sendall(p.Message(p.A_CNXN, p.A_VERSION, p.MAX_PAYLOAD, b"host::features=shell_v2\0").pack())
-    msg = _recv(s)
+    msg = p.read_message(s)
     assert (msg.command, msg.arg0, len(msg.data)) == (p.A_AUTH, auth.AUTH_TOKEN, auth.TOKEN_SIZE)
     return s, msg.data
 
@@ -109,16 +94,16 @@ def test_handshake_signature_and_public_key(tmp_path):
         with s:
             s.sendall(p.Message(p.A_OPEN, 1, 0, b"shell:echo hi\0").pack())  # ignored before auth
             s.sendall(p.Message(p.A_AUTH, auth.AUTH_SIGNATURE, 0, bytes(TEST_KEY.size)).pack())
-            again = _recv(s)
+            again = p.read_message(s)
             assert (again.command, again.arg0) == (p.A_AUTH, auth.AUTH_TOKEN) and again.data != token
             s.sendall(p.Message(p.A_AUTH, auth.AUTH_SIGNATURE, 0, auth.sign(again.data, TEST_KEY.n, TEST_D)).pack())
-            online = _recv(s)
+            online = p.read_message(s)
             assert online.command == p.A_CNXN and online.data.startswith(b"device::")
         s, _token = _connect(dev)
         with s:  # an allowed public key is accepted without a signature, as after "always allow"
             offer = auth.format_key_line(TEST_KEY).encode() + b"\0"
             s.sendall(p.Message(p.A_AUTH, auth.AUTH_RSAPUBLICKEY, 0, offer).pack())
-            assert _recv(s).command == p.A_CNXN
+            assert p.read_message(s).command == p.A_CNXN
 
 
 def test_unknown_public_key_stays_unauthorized(tmp_path):
@@ -132,7 +117,7 @@ def test_unknown_public_key_stays_unauthorized(tmp_path):
             s.sendall(p.Message(p.A_OPEN, 1, 0, b"shell:echo hi\0").pack())
             s.settimeout(0.5)
             with pytest.raises(socket.timeout):
-                _recv(s)
+                p.read_message(s)
 
 
 # --------------------------------------------------------------------------- through a real adb server
@@ -208,7 +193,7 @@ def test_manager_devices_keep_auth_across_a_restart(adb_server, server_key, tmp_
         s = socket.create_connection((new.host, new.port), timeout=5)
         with s:
             s.sendall(p.Message(p.A_CNXN, p.A_VERSION, p.MAX_PAYLOAD, b"host::\0").pack())
-            assert _recv(s).command == p.A_AUTH  # the restarted daemon still asks
+            assert p.read_message(s).command == p.A_AUTH  # the restarted daemon still asks
         adb_server.wait_for(new.serial, "device")
     finally:
         manager.stop_virtual_devices(runtime=rt, adb_port=adb_server.port)
@@ -222,7 +207,7 @@ def test_a_host_that_keeps_guessing_is_dropped(tmp_path):
             bad = p.Message(p.A_AUTH, auth.AUTH_SIGNATURE, 0, bytes(TEST_KEY.size)).pack()
             for _ in range(MAX_AUTH_ATTEMPTS):
                 s.sendall(bad)
-                assert _recv(s).arg0 == auth.AUTH_TOKEN
+                assert p.read_message(s).arg0 == auth.AUTH_TOKEN
             s.sendall(bad)
             with pytest.raises((EOFError, ConnectionResetError)):
-                _recv(s)  # the transport is closed
+                p.read_message(s)  # the transport is closed

@@ -67,8 +67,8 @@ def import_ray() -> Any:
 
 def host_specs(devices: "DeviceSettings", per_host: int) -> list[HostSpec]:
     """The pool cut into hosts of `per_host` devices: simulated phones by index, or ADB serials."""
-    if devices.devices:
-        serials = [s.strip() for s in devices.devices.split(",") if s.strip()]
+    serials = devices.serials
+    if serials:
         return [HostSpec(i, serials=tuple(serials[j:j + per_host]), seed=devices.seed)
                 for i, j in enumerate(range(0, len(serials), per_host))]
     return [HostSpec(i, sims=tuple(range(j, min(j + per_host, devices.workers))), seed=devices.seed,
