@@ -143,14 +143,14 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     rss = {"after_base_eval": round(peak_rss_mb(), 1)}
 
     # ------------------------------------------------------------------ adaptation (no ground truth)
-    t_adapt = time.monotonic()
+    clock = AdaptClock(store)
     proposals, base_card = explore_for_adapt(package, a, pool, out / "explore", agents, say, hosts=hosts)
-    result["explore"] = {"proposals": len(proposals), "wall_clock_s": round(time.monotonic() - t_adapt, 1),
+    result["explore"] = {"proposals": len(proposals), "wall_clock_s": round(clock.this_process(), 1),
                          "memory_lines": len(agents.memory.get(package, "").splitlines())}
     summary = adapt(agents, pool, store, train_cards, check_cards, a, verifier, out_dir=out, settings=settings,
-                    progress=say, proposals=proposals if a.proposals else (), proposal_base=base_card,
-                    spent_s=time.monotonic() - t_adapt, hosts=hosts)
-    result["adapt_wall_clock_s"] = round(time.monotonic() - t_adapt, 1)
+                    progress=clock.ticking(say), proposals=proposals if a.proposals else (), proposal_base=base_card,
+                    spent_s=clock.spent(), hosts=hosts)
+    result["adapt_wall_clock_s"] = round(clock.spent(), 1)  # every process of a resumed run, not only this one
     result["rounds"] = [{k: v for k, v in r.items() if k != "verifier"} for r in summary["rounds"]]
     result["adapter"] = summary["adapter"]
     rss["after_adaptation"] = round(peak_rss_mb(), 1)
@@ -187,6 +187,37 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     result["disk_mb"] = round(store.disk_bytes() / 2**20, 1)
     store.write_json("report.json", result)
     return result
+
+
+class AdaptClock:
+    """Adaptation wall-clock summed over the processes of a run: a resumed run continues its
+    budget (and its report's adapt_wall_clock_s) instead of starting a fresh 15 minutes. Kept in
+    the run store's meta, written at most every few seconds while the loop reports progress."""
+
+    KEY = "adapt_spent_s"
+
+    def __init__(self, store: RunStore, every_s: float = 5.0):
+        self.store, self.every_s = store, every_s
+        self.before = float(store.get_meta(self.KEY, 0.0))
+        self.started = self.saved_at = time.monotonic()
+
+    def this_process(self) -> float:
+        return time.monotonic() - self.started
+
+    def spent(self) -> float:
+        """Seconds of adaptation so far, earlier processes of this run included (and saved)."""
+        self.saved_at = time.monotonic()
+        total = self.before + self.this_process()
+        self.store.set_meta(self.KEY, round(total, 1))
+        return total
+
+    def ticking(self, say: ProgressFn) -> ProgressFn:
+        """`say`, saving the clock on the way when the last save is `every_s` old."""
+        def tick(event: str, data: dict[str, Any]) -> None:
+            if time.monotonic() - self.saved_at >= self.every_s:
+                self.spent()
+            say(event, data)
+        return tick
 
 
 def explore_card(package: str, seed: int) -> TaskCard:

@@ -351,7 +351,11 @@ def _folder_name(name: str) -> str:
 def _run_label(model) -> str:
     """Run-folder label of a policy: the model's name, plus the adapter's when one is loaded."""
     label = Path(model.model).name or "model"
-    return f"{label}+{Path(model.adapter).name}" if model.adapter else label
+    if not model.adapter:
+        return label
+    adapter = Path(model.adapter)
+    # `coadapt adapt` saves <run>/adapter: the run's name says which adaptation it was
+    return f"{label}+{adapter.parent.name if adapter.name == 'adapter' and adapter.parent.name else adapter.name}"
 @app.command()
 def adapt(
     app_name: str = typer.Option(..., "--app", help="Package or launcher label of the app to adapt to, e.g. com.example.expenses."),

@@ -219,10 +219,14 @@ def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
     store = RunStore(out)
     kept = {(e.key, e.attempt): e.id for e in store.episodes(phase="adapt", round=1) if e.status == "finished"}
     assert kept and store.last_finished_round("adapt") == 0
+    spent_before_kill = store.get_meta("adapt_spent_s")
     store.close()
     proposals = (out / "explore" / "proposals.json").read_text()
     report = run_adapt_job("com.example.todo", cfg, out, report=False)
     assert [r["round"] for r in report["rounds"]] == [0, 1]
+    # the budget and the report count the killed process's time too, not only the resumed one's
+    assert spent_before_kill > 0
+    assert report["adapt_wall_clock_s"] > spent_before_kill
     assert (out / "explore" / "proposals.json").read_text() == proposals  # the exploration was not redone
     store = RunStore.open_readonly(out)
     again = {(e.key, e.attempt): e.id for e in store.episodes(phase="adapt", round=1) if e.status == "finished"}

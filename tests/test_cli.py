@@ -140,3 +140,13 @@ def test_hostile_input_is_refused_with_one_line_errors(tmp_path):
         assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], (args, out.stdout)
         assert "Traceback" not in out.stderr, (args, out.stderr[-2000:])
     assert not (tmp_path / "runs").exists() and not any(tmp_path.parent.glob("evil*"))
+
+
+def test_eval_run_folder_names_the_adaptation_of_an_adapter():
+    from coadapt.cli import _run_label
+    from coadapt.config import ModelSettings
+
+    assert _run_label(ModelSettings()) == "default"
+    assert _run_label(ModelSettings(adapter="runs/adapt-expenses-20261204-101500/adapter")) == \
+        "default+adapt-expenses-20261204-101500"
+    assert _run_label(ModelSettings(adapter="adapters/notes-r16")) == "default+notes-r16"

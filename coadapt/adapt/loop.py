@@ -125,7 +125,8 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
 
     `proposals` (self-proposed tasks, set up like `proposal_base`) join the suite goals: their
     attempts are rewarded by their expectation on the final screen, not by the verifier.
-    `spent_s` is adaptation time already used (the exploration): it counts against max_minutes.
+    `spent_s` is adaptation time already used (the exploration, and the earlier processes of a resumed
+    run): it counts against max_minutes.
     With `hosts` the rollouts are played there (the hosts' policy servers get each round's weights)."""
     say = progress or (lambda event, data: None)
     policy = agents.policy
@@ -178,7 +179,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
                                      for r in done_rounds]
     if done_rounds and (adapter_dir / "adapter_config.json").is_file():
         policy.load_adapter_weights(adapter_dir)
-        log.info("resuming after round %d", done_rounds[-1].round)
+        log.info("resuming after round %d of %d", done_rounds[-1].round + 1, cfg.rounds)
     best = history[-1]["best_check"] if history else check(0)
     say("start", {"rounds": cfg.rounds, "done": len(done_rounds), "check": best})
 
@@ -255,7 +256,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             best = max(best, score)
         else:
             policy.load_adapter_state(snapshot)
-            log.info("round %d made the self-check worse (%.3f < %.3f - %.2f): rolled back", r, score, best,
+            log.info("round %d made the self-check worse (%.3f < %.3f - %.2f): rolled back", r + 1, score, best,
                      cfg.rollback_margin)
         save_adapter(policy, adapter_dir, app, memory)
         summary = {
@@ -285,7 +286,8 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         elapsed = time.monotonic() - started
         per_round = elapsed / (r + 1 - len(done_rounds))
         if spent_s + elapsed + per_round > cfg.max_minutes * 60 and r + 1 < cfg.rounds:
-            log.info("stopping after round %d: the %.1f-minute budget would run out", r, cfg.max_minutes)
+            log.info("stopping after round %d of %d: the %.1f-minute budget would run out", r + 1, cfg.rounds,
+                     cfg.max_minutes)
             break
     if not (adapter_dir / "adapter_config.json").is_file():
         save_adapter(policy, adapter_dir, app, memory)
