@@ -4,8 +4,9 @@
     python benchmarks/adapt.py --apps com.example.todo --out runs/bench-adapt
 
 Per app: base and adapted ground-truth success on fresh eval instances (never adapted on), the
-gain, the verifier's precision on accepted positives (measured after the fact by replay),
-adaptation wall-clock, env steps and peak RSS; then the mean. Results also go to
+gain, teacher-forced step accuracy along the oracle's paths (coadapt.grounding), the verifier's
+precision on accepted positives (measured after the fact by replay), adaptation wall-clock, env
+steps and peak RSS; then the mean. Results also go to
 <out>/summary.json. Each app runs in its own process (peak RSS is per app).
 """
 
@@ -44,13 +45,18 @@ def main() -> None:
         print(f"{app}: base {rows[-1]['base']['success_rate']:.3f} adapted {rows[-1]['adapted']['success_rate']:.3f}",
               flush=True)
     table = Table(title="coadapt adapt, default config, unseen apps")
-    for col in ("app", "base", "adapted", "gain", "ceiling", "verifier precision", "accepted +", "adapt s", "env steps", "peak RSS MB"):
+    def steps(r: dict, which: str) -> str:
+        g = (r.get(which) or {}).get("grounding") or {}
+        return "-" if g.get("accuracy") is None else f"{g['accuracy']:.2f}"
+
+    for col in ("app", "base", "adapted", "gain", "ceiling", "step acc. base → adapted", "verifier precision",
+                "accepted +", "adapt s", "env steps", "peak RSS MB"):
         table.add_column(col, justify="left" if col == "app" else "right")
     for r in rows:
         v = r["verifier"]
         table.add_row(r["app"].removeprefix("com.example."), f"{r['base']['success_rate']:.3f}", f"{r['adapted']['success_rate']:.3f}",
                       f"{r['gain']:+.3f}", f"{r['ceiling']['success_rate']:.3f}" if "ceiling" in r else "-",
-                      "-" if v["precision"] is None else f"{v['precision']:.2f}",
+                      f"{steps(r, 'base')} → {steps(r, 'adapted')}", "-" if v["precision"] is None else f"{v['precision']:.2f}",
                       str(v["accepted_positive"]), f"{r['adapt_wall_clock_s']:.0f}", str(r["env_steps"]),
                       f"{r['peak_rss_mb']:.0f}")
     if rows:
@@ -59,7 +65,7 @@ def main() -> None:
         table.add_row("mean", f"{mean(lambda r: r['base']['success_rate']):.3f}",
                       f"{mean(lambda r: r['adapted']['success_rate']):.3f}", f"{mean(lambda r: r['gain']):+.3f}",
                       f"{mean(lambda r: r['ceiling']['success_rate']):.3f}" if all("ceiling" in r for r in rows) else "-",
-                      "", "", f"{mean(lambda r: r['adapt_wall_clock_s']):.0f}", f"{mean(lambda r: r['env_steps']):.0f}",
+                      "", "", "", f"{mean(lambda r: r['adapt_wall_clock_s']):.0f}", f"{mean(lambda r: r['env_steps']):.0f}",
                       f"{max(r['peak_rss_mb'] for r in rows):.0f}")
     Console(width=max(120, Console().width)).print(table)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -137,9 +137,19 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
                                     "invalid_action_rate", "declared", "infra_errors", "wandering_rate",
                                     "information_rate") if k in rep}
 
+    def grounding(who: VLMAgentPolicy | None = None) -> dict[str, Any]:
+        """Teacher-forced step accuracy on the first `grounding_instances` eval instances per template."""
+        from coadapt.grounding import step_grounding
+
+        tasks = instances(package, "eval", a.seed, min(a.grounding_instances, a.eval_instances))  # eval_tasks' first
+        with pool.lease() as slot:
+            return step_grounding(who or agents, slot.device, tasks)
+
     # ------------------------------------------------------------------ before (ground truth, no adapter yet)
     if report and base:
         result["base"] = evaluate("eval_base")
+        if a.grounding_instances:
+            result["base"]["grounding"] = grounding()
     rss = {"after_base_eval": round(peak_rss_mb(), 1)}
 
     # ------------------------------------------------------------------ adaptation (no ground truth)
@@ -159,6 +169,8 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     # ------------------------------------------------------------------ after (ground truth, for the report only)
     if report:
         result["adapted"] = evaluate("eval_adapted")
+        if a.grounding_instances:
+            result["adapted"]["grounding"] = grounding()
         rss["after_adapted_eval"] = round(peak_rss_mb(), 1)
         if base:
             result["gain"] = round(result["adapted"]["success_rate"] - result["base"]["success_rate"], 4)
@@ -177,6 +189,8 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
                  if k in adapted_on}
         trained = train_ceiling(ref, oracle_samples(ref, pool, tasks, settings), a, budget)
         result["ceiling"] = {**evaluate("eval_ceiling", ref), "training": trained}
+        if a.grounding_instances:
+            result["ceiling"]["grounding"] = grounding(ref)
         if base:
             result["ceiling_gain"] = round(result["ceiling"]["success_rate"] - result["base"]["success_rate"], 4)
     if ablations:
@@ -295,6 +309,7 @@ def run_ablations(app: str, cfg: CoadaptConfig, out: Path, progress: ProgressFn 
         rows[name] = {"change": change, "adapted": rep["adapted"]["success_rate"], "env_steps": rep["env_steps"],
                       "rounds": len(rep["rounds"]), "wandering_rate": rep["rounds"][-1]["wandering_rate"],
                       "eval_wandering_rate": rep["adapted"].get("wandering_rate"),
+                      "step_accuracy": (rep["adapted"].get("grounding") or {}).get("accuracy"),
                       "verifier_precision": rep["verifier"]["precision"]}
         if progress:
             progress("ablation", {"name": name, **rows[name]})

@@ -5,11 +5,12 @@ reference computed for the report only, after adapting, and never part of the me
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from coadapt.adapt.config import AdaptConfig
 from coadapt.adapt.trainer import LoraTrainer, TrainSample
 from coadapt.android_env.env import AndroidEnv
+from coadapt.android_env.observation import Observation
 from coadapt.android_env.pool import DevicePool
 from coadapt.apps import label_map
 from coadapt.policy.agent import VLMAgentPolicy
@@ -21,32 +22,37 @@ from coadapt.rollout.runner import compact_obs
 from coadapt.tasks.base import TaskTemplate
 
 
+def oracle_walk(env: AndroidEnv, tasks: Mapping[str, TaskTemplate], style: str
+                ) -> Iterator[tuple[TaskCard, int, Observation, tuple[str, ...], str]]:
+    """Every state on the oracle's path through each task instance, played on `env`: (card, step,
+    observation, the oracle's earlier actions, its action here), actions written in `style`."""
+    oracle = OraclePolicy(tasks)
+    for key, task in tasks.items():
+        card = TaskCard.from_template(task, key)
+        obs = env.reset(card, seed=card.device_seed)
+        player = oracle.start(card)
+        history: list[str] = []
+        for i in range(card.max_steps):
+            action = player.act(obs).action
+            target = format_action(action, obs, style)
+            yield card, i, obs, tuple(history), target
+            history.append(target)
+            res = env.step(action)
+            if res.terminated or res.truncated:
+                break
+            obs = res.observation
+
+
 def oracle_samples(agents: VLMAgentPolicy, pool: DevicePool, tasks: Mapping[str, TaskTemplate],
                    settings: RolloutSettings = RolloutSettings()) -> list[TrainSample]:
     """One imitation sample per oracle step on each task instance, written the way the policy
     writes actions."""
     policy = agents.policy
-    style = policy.config.prompt.style
-    oracle = OraclePolicy(tasks)
-    out: list[TrainSample] = []
     with pool.lease() as slot:
         env = AndroidEnv(slot.device, label_map(), settle_seconds=settings.settle_seconds)
-        for key, task in tasks.items():
-            card = TaskCard.from_template(task, key)
-            obs = env.reset(card, seed=card.device_seed)
-            player = oracle.start(card)
-            history: list[str] = []
-            for _ in range(card.max_steps):
-                action = player.act(obs).action
-                target = format_action(action, obs, style)
-                out.append(TrainSample(PolicyInput(compact_obs(obs), card.goal, tuple(history)),
-                                       tuple(policy.target_ids(target)), (), 0.0, imitate=True))
-                history.append(target)
-                res = env.step(action)
-                if res.terminated or res.truncated:
-                    break
-                obs = res.observation
-    return out
+        return [TrainSample(PolicyInput(compact_obs(obs), card.goal, history), tuple(policy.target_ids(target)), (),
+                            0.0, imitate=True)
+                for card, _, obs, history, target in oracle_walk(env, tasks, policy.config.prompt.style)]
 
 
 def train_ceiling(agents: VLMAgentPolicy, samples: list[TrainSample], cfg: AdaptConfig, optimizer_steps: int

@@ -433,19 +433,23 @@ def adapt(
             elif event == "ceiling":
                 bar.console.print("ceiling: imitating the oracle with the same update budget (reference only)")
             elif event == "ablation":
-                bar.console.print(f"ablation {d['name']}: adapted {d['adapted']:.3f}")
+                acc = d.get("step_accuracy")
+                bar.console.print(f"ablation {d['name']}: adapted {d['adapted']:.3f}"
+                                  + ("" if acc is None else f", step accuracy {acc:.2f}"))
 
         with _adb_server(cfg.devices.devices, adb_port, keep_adb_server), \
                 _ray_hosts(ray, ray_address, cfg) as hosts:
             result = run_adapt_job(package, cfg, folder, report=report, ablations=ablations, ceiling=ceiling,
                                    progress=progress, hosts=hosts)
     table = Table(title=f"adapt {package}")
-    for col in ("", "success", "episodes", "mean steps"):
+    for col in ("", "success", "episodes", "mean steps", "step accuracy"):
         table.add_column(col, justify="left" if not col else "right")
     for name in ("base", "adapted", "ceiling"):
         if name in result:
             r = result[name]
-            table.add_row(name, f"{r['success_rate']:.3f}", str(r["n_episodes"]), f"{r['mean_steps']:.1f}")
+            g = (r.get("grounding") or {}).get("accuracy")
+            table.add_row(name, f"{r['success_rate']:.3f}", str(r["n_episodes"]), f"{r['mean_steps']:.1f}",
+                          "-" if g is None else f"{g:.2f}")
     console.print(table)
     line = [f"rounds {len(result['rounds'])}", f"env steps {result['env_steps']}",
             f"adapting {result['adapt_wall_clock_s']:.0f} s", f"peak RSS {result['peak_rss_mb']:.0f} MB"]

@@ -158,6 +158,9 @@ def test_adapt_runs_behind_the_firewall_and_reports(adapted):
         assert key in report
     assert report["app"] == "com.example.todo" and len(report["rounds"]) == 1
     assert report["base"]["n_episodes"] == report["adapted"]["n_episodes"] > 0
+    for name in ("base", "adapted", "ceiling"):  # teacher-forced step accuracy, after the firewall
+        g = report[name]["grounding"]
+        assert g["steps"] == sum(total for _, total in g["by_kind"].values()) > 0 and 0 <= g["accuracy"] <= 1
     assert (out / "adapter" / "adapter_config.json").is_file()
     assert json.loads((out / "report.json").read_text())["gain"] == report["gain"]
     store = RunStore.open_readonly(out)

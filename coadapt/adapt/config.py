@@ -69,6 +69,9 @@ class AdaptConfig:
     """Wall-clock budget of the adaptation (rounds stop when it runs out; evaluation excluded)."""
     eval_instances: int = 10
     """Eval-space instances per template for the before/after ground-truth report (never adapted on)."""
+    grounding_instances: int = 2
+    """Eval instances per template (the first of the `eval_instances`) on which the report measures
+    teacher-forced step accuracy along the oracle's path, base and adapted (0: not measured)."""
     judge_votes: int = 4
     """Samples of a VLM judge per verdict (model judges only; the bundled setup uses the feature judge)."""
     seed: int = 0
@@ -121,6 +124,7 @@ class AdaptConfig:
         need(self.kl_weight >= 0, f"kl_weight must be >= 0, got {self.kl_weight}")
         need(self.max_minutes > 0, f"max_minutes must be > 0, got {self.max_minutes}")
         need(self.eval_instances >= 1, f"eval_instances must be >= 1, got {self.eval_instances}")
+        need(self.grounding_instances >= 0, f"grounding_instances must be >= 0, got {self.grounding_instances}")
         need(self.judge_votes >= 1, f"judge_votes must be >= 1, got {self.judge_votes}")
 
     def horizon_at(self, round: int, task_limit: int) -> int:
