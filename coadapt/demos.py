@@ -162,10 +162,12 @@ class Sample:
     source: str
     """"oracle", "popup" (dismissing a system popup) or "recovery" (Back after a detour);
     "+random" is appended on entity-randomised copies (`randomize_entities`)."""
+    memory: str = ""
+    """Exploration memory of the app shown in the prompt ("" for none)."""
 
     @property
     def policy_input(self) -> PolicyInput:
-        return PolicyInput(self.observation, self.goal, self.history)
+        return PolicyInput(self.observation, self.goal, self.history, self.memory)
 
 
 @dataclass

@@ -93,6 +93,15 @@ class PretrainConfig:
     keep_original: float = 1.0
     """Share (0-1) of the randomised decisions whose original is kept too (decisions that show no
     task parameter are always kept as they are)."""
+    memory_share: float = 0.0
+    """Share (0-1) of training episodes whose prompts show their app's exploration memory (a
+    `Notes:` line, built by exploring the seen app as `coadapt adapt` explores an unseen one), so
+    the model meets notes in pretraining (0: none, the bundled recipe)."""
+    memory_steps: int = 200
+    """Actions of the exploration that builds each seen app's memory (explore seed space)."""
+    init: str = ""
+    """A model folder to continue from (its tokenizer and weights; `model` is then ignored), e.g.
+    the bundled model; "" trains a new model from scratch."""
     corpus_episodes_per_task: int = 4
     """Episodes per template whose prompts train the tokenizer (goals of all episodes are used too)."""
     steps: int = 10000
@@ -139,6 +148,8 @@ class PretrainConfig:
 
     # Fields that say where and how fast a run goes, not what it computes.
     MACHINE_FIELDS = ("out", "threads", "data_workers", "resume", "overwrite", "minutes")
+    # Fields added after the bundled model was made; left out of the identity while at these values.
+    LATER_FIELDS = {"memory_share": 0.0, "memory_steps": 200, "init": ""}
 
     def __post_init__(self) -> None:
         positive = ("steps", "batch_size", "val_every", "val_episodes_per_task", "val_samples", "val_batch",
@@ -150,6 +161,12 @@ class PretrainConfig:
         if not isinstance(self.random_copies, int) or isinstance(self.random_copies, bool) or self.random_copies < 0:
             raise ConfigError(f"pretrain: random_copies must be an integer >= 0 (0: no randomised copies), "
                               f"got {self.random_copies!r}")
+        if not 0 <= self.memory_share <= 1:
+            raise ConfigError(f"pretrain: memory_share is a share in [0, 1], got {self.memory_share!r}")
+        if not isinstance(self.memory_steps, int) or self.memory_steps < 1:
+            raise ConfigError(f"pretrain: memory_steps must be a positive integer, got {self.memory_steps!r}")
+        if self.init and not (Path(self.init) / "config.json").is_file():
+            raise ConfigError(f"pretrain: init {self.init!r} is not a model folder (no config.json)")
         if not 0 <= self.keep_original <= 1:
             raise ConfigError(f"pretrain: keep_original is a share in [0, 1], got {self.keep_original!r}")
         if self.random_copies == 0 and self.keep_original < 1:
@@ -182,6 +199,9 @@ class PretrainConfig:
         d = self.to_dict()
         for name in self.MACHINE_FIELDS:
             d.pop(name, None)
+        for name, default in self.LATER_FIELDS.items():
+            if d.get(name) == default:  # off: a run made before the field existed matches
+                d.pop(name)
         return d
 
     @classmethod
@@ -481,6 +501,7 @@ def _prepare_shard(args: tuple[str, int, int]) -> tuple[list[tuple[int, list[Exa
     policy, codec, demos = _WORKER["policy"], _WORKER["codec"], _WORKER[split]
     copies, keep, pool = ((_WORKER["random_copies"], _WORKER["keep_original"], _WORKER["pool"]) if split == "train"
                           else (0, 1.0, []))
+    memories, share = (_WORKER.get("memories", {}), _WORKER.get("memory_share", 0.0)) if split == "train" else ({}, 0.0)
     recorder = DemoRecorder(demos)
     stats = DemoStats()
     out = []
@@ -488,7 +509,10 @@ def _prepare_shard(args: tuple[str, int, int]) -> tuple[list[tuple[int, list[Exa
         if k % n_shards != shard:
             continue
         examples = []
+        noted = share > 0 and random.Random(f"{demos.seed}/{task.seed}/memory").random() < share
         for j, sample in enumerate(recorder.record(task, stats)):
+            if noted and memories.get(sample.app):
+                sample = replace(sample, memory=memories[sample.app])
             base = prepare_example(policy, codec, sample)
             variants = [randomize_entities(sample, pool, random.Random(f"{demos.seed}/{task.seed}/{j}/{c}"))
                         for c in range(copies)]
@@ -506,14 +530,15 @@ def _prepare_shard(args: tuple[str, int, int]) -> tuple[list[tuple[int, list[Exa
 
 def _prepare_all(policy: VLMPolicy, codec: PixelCodec, demos: DemoConfig, split: str, workers: int,
                  stats: DemoStats, progress: Callable[[int, int], None] | None = None, random_copies: int = 0,
-                 pool: Sequence[str] = (), keep_original: float = 1.0) -> list[Example]:
+                 pool: Sequence[str] = (), keep_original: float = 1.0, memories: dict[str, str] | None = None,
+                 memory_share: float = 0.0) -> list[Example]:
     """Make and prepare every demonstration of `split`, in `workers` processes (forked, so they
     share the policy); the result is in task order whatever the number of workers.
     `progress(done, total)` counts episodes."""
     total = demos.episodes_per_task * len(seen_templates(demos.apps))
     n_chunks = max(1, min(total, 8 * workers))
     _WORKER.update(policy=policy, codec=codec, random_copies=random_copies, keep_original=keep_original,
-                   pool=list(pool), **{split: demos})
+                   pool=list(pool), memories=dict(memories or {}), memory_share=memory_share, **{split: demos})
     jobs = [(split, k, n_chunks) for k in range(n_chunks)]
     pieces: list[tuple[int, list[Example]]] = []
     done = 0
@@ -542,6 +567,29 @@ def _prepare_all(policy: VLMPolicy, codec: PixelCodec, demos: DemoConfig, split:
     return [ex for _, exs in sorted(pieces, key=lambda p: p[0]) for ex in exs]
 
 
+def seen_memories(cfg: PretrainConfig) -> dict[str, str]:
+    """Exploration memory of every seen app, built as adaptation builds an unseen app's (one
+    exploration of `memory_steps` actions from the explore seed space); kept in the training state."""
+    from coadapt.adaptation import explore_card
+    from coadapt.explore.explorer import Explorer
+    from coadapt.explore.memory import memory_text
+    from coadapt.rollout.firewall import GuardedDevice
+    from coadapt.android_env.env import AndroidEnv
+
+    path = cfg.train_dir / "memory.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    out = {}
+    for package in seen_packages(cfg.demos.apps):
+        env = AndroidEnv(GuardedDevice(SimDevice(make_apps())), label_map())
+        steps = Explorer(env, explore_card(package, cfg.demos.seed), seed=cfg.demos.seed).run(cfg.memory_steps).steps
+        out[package] = memory_text(steps, package)
+        log.info("memory of %s: %d lines", package, len(out[package].splitlines()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1, ensure_ascii=False))
+    return out
+
+
 def run_pretrain(cfg: PretrainConfig, progress: ProgressFn | None = None) -> Path:
     """Pretrain the tiny VLM as `cfg` says and return the output model folder (best checkpoint
     by validation success). Raises ConfigError for bad settings or an occupied `out`."""
@@ -567,10 +615,12 @@ def _run(cfg: PretrainConfig, out: Path, state: dict[str, Any] | None, progress:
     tok_dir = cfg.train_dir / "tokenizer"
     t0 = time.perf_counter()
     resuming = state is not None and (tok_dir / "tokenizer_config.json").exists()
-    corpus = [] if resuming and not cfg.random_copies else list(
+    corpus = [] if (resuming or cfg.init) and not cfg.random_copies else list(
         corpus_texts(cfg.demos, cfg.corpus_episodes_per_task, cfg.prompt))
     pool = entity_pool(corpus) if cfg.random_copies else []
-    if resuming:
+    if cfg.init:
+        tokenizer = None  # the init model's own
+    elif resuming:
         from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer
 
         tokenizer = Qwen2Tokenizer.from_pretrained(tok_dir)
@@ -580,16 +630,21 @@ def _run(cfg: PretrainConfig, out: Path, state: dict[str, Any] | None, progress:
         tokenizer.save_pretrained(tok_dir)
         log.info("tokenizer: %d tokens from %d texts in %.1f s", len(tokenizer), len(corpus), time.perf_counter() - t0)
     torch.manual_seed(cfg.seed)
-    policy = VLMPolicy(build_model(cfg.model, tokenizer), build_processor(tokenizer, cfg.model), cfg.policy_config)
+    if cfg.init:
+        policy = VLMPolicy.load(cfg.init, config=cfg.policy_config)
+        log.info("continuing from the model in %s", cfg.init)
+    else:
+        policy = VLMPolicy(build_model(cfg.model, tokenizer), build_processor(tokenizer, cfg.model), cfg.policy_config)
     codec = PixelCodec(policy.processor.image_processor)
     n_params = count_parameters(policy.model)
 
     # ---------------------------------------------------------------- demonstrations, prepared once
     t0 = time.perf_counter()
     stats = DemoStats()
+    memories = seen_memories(cfg) if cfg.memory_share > 0 else {}
     examples = _prepare_all(policy, codec, cfg.demos, "train", cfg.data_workers, stats,
                             lambda d, n: report("demos", split="train", done=d, total=n), cfg.random_copies, pool,
-                            cfg.keep_original)
+                            cfg.keep_original, memories, cfg.memory_share)
     if not examples:
         raise ConfigError("pretrain: the demonstrations came out empty; check demos.apps and demos.episodes_per_task")
     val_demo_cfg = replace(cfg.demos, episodes_per_task=cfg.val_episodes_per_task)

@@ -231,3 +231,37 @@ def test_text_variants_tokenize_like_prepare_and_randomise_consistently() -> Non
         if title is not None and title in s.target:
             assert title not in v.target and title not in v.goal
     assert changed >= len(samples) // 2
+
+
+def test_continued_pretraining_with_exploration_notes_in_the_prompts(trained, tmp_path: Path) -> None:
+    """`init` continues from a model folder (its tokenizer and weights); `memory_share` shows the
+    seen app's exploration memory as a Notes: line in that share of the training prompts."""
+    import coadapt.pretrain as pretrain
+
+    folder, _ = trained
+    cfg = micro_config(tmp_path / "noted", init=str(folder), memory_share=1.0, memory_steps=40, data_workers=1)
+    assert "memory_share" in cfg.identity() and "memory_share" not in micro_config(tmp_path / "x").identity()
+    prompts: list[str] = []
+    real = pretrain.prepare_example
+
+    def spy(policy, codec, sample, prompt=None):
+        prompts.append(policy.prompt(sample.policy_input))
+        return real(policy, codec, sample, prompt)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(pretrain, "prepare_example", spy)
+    try:
+        out = run_pretrain(cfg)
+    finally:
+        mp.undo()
+    memory = json.loads((cfg.train_dir / "memory.json").read_text())[NOTES]
+    assert memory and '" holds: ' in memory
+    noted = [p for p in prompts if "Notes: " in p]
+    assert noted and all(memory.splitlines()[0] in p for p in noted)
+    assert any("Notes: " not in p for p in prompts)  # validation decisions stay without notes
+    before = load_policy(str(folder)).policy
+    after = load_policy(str(out)).policy
+    assert after.tokenizer.get_vocab() == before.tokenizer.get_vocab()  # the init model's own tokenizer
+    assert not all(torch.equal(a, b) for a, b in zip(before.model.parameters(), after.model.parameters()))
+    with pytest.raises(ConfigError, match="init"):
+        micro_config(tmp_path / "y", init=str(tmp_path / "nowhere"))
