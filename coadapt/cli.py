@@ -356,6 +356,8 @@ def _run_label(model) -> str:
     adapter = Path(model.adapter)
     # `coadapt adapt` saves <run>/adapter: the run's name says which adaptation it was
     return f"{label}+{adapter.parent.name if adapter.name == 'adapter' and adapter.parent.name else adapter.name}"
+
+
 @app.command()
 def adapt(
     app_name: str = typer.Option(..., "--app", help="Package or launcher label of the app to adapt to, e.g. com.example.expenses."),

@@ -571,19 +571,16 @@ def seen_memories(cfg: PretrainConfig) -> dict[str, str]:
     """Exploration memory of every seen app, built as adaptation builds an unseen app's (one
     exploration of `memory_steps` actions from the explore seed space); kept in the training state."""
     from coadapt.adaptation import explore_card
-    from coadapt.explore.explorer import Explorer
-    from coadapt.explore.memory import memory_text
-    from coadapt.rollout.firewall import GuardedDevice
-    from coadapt.android_env.env import AndroidEnv
+    from coadapt.explore.job import explore_app
 
     path = cfg.train_dir / "memory.json"
     if path.is_file():
         return json.loads(path.read_text())
     out = {}
     for package in seen_packages(cfg.demos.apps):
-        env = AndroidEnv(GuardedDevice(SimDevice(make_apps())), label_map())
-        steps = Explorer(env, explore_card(package, cfg.demos.seed), seed=cfg.demos.seed).run(cfg.memory_steps).steps
-        out[package] = memory_text(steps, package)
+        # adaptation's own exploration call (guarded phone, greedy, first run's memory), no proposals
+        out[package] = explore_app(SimDevice(make_apps()), explore_card(package, cfg.demos.seed), app_names=label_map(),
+                                   steps=cfg.memory_steps, seed=cfg.demos.seed, proposals=0).memory
         log.info("memory of %s: %d lines", package, len(out[package].splitlines()))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False))
