@@ -307,7 +307,8 @@ def run_ablations(app: str, cfg: CoadaptConfig, out: Path, progress: ProgressFn 
         variant = dataclasses.replace(cfg, adapt=dataclasses.replace(cfg.adapt, **change))
         rep = run_adapt_job(app, variant, out / "ablations" / name, base=False, hosts=hosts)
         rows[name] = {"change": change, "adapted": rep["adapted"]["success_rate"], "env_steps": rep["env_steps"],
-                      "rounds": len(rep["rounds"]), "wandering_rate": rep["rounds"][-1]["wandering_rate"],
+                      "rounds": len(rep["rounds"]),
+                      "wandering_rate": [r for r in rep["rounds"] if "wandering_rate" in r][-1]["wandering_rate"],
                       "eval_wandering_rate": rep["adapted"].get("wandering_rate"),
                       "step_accuracy": (rep["adapted"].get("grounding") or {}).get("accuracy"),
                       "verifier_precision": rep["verifier"]["precision"]}

@@ -419,12 +419,18 @@ def adapt(
                                   f"{d['proposals']} proposals so far")
             elif event in ("train", "check"):
                 what = "updating the adapter" if event == "train" else "self-check on held-out goals"
-                bar.update(tid, description=f"round {d['round'] + 1}/{cfg.adapt.rounds} {what}", total=1, completed=0)
+                where = (f"consolidation {d['round'] + 1 - cfg.adapt.rounds}" if d.get("kind") == "consolidate"
+                         else f"round {d['round'] + 1}/{cfg.adapt.rounds}")
+                bar.update(tid, description=f"{where} {what}", total=1, completed=0)
             elif event == "round_start":
                 bar.update(tid, description=f"round {d['round'] + 1}/{cfg.adapt.rounds} rollouts", total=d["total"],
                            completed=d["done"])
             elif event == "episode":
                 bar.advance(tid)
+            elif event == "round" and d.get("kind") == "consolidate":
+                bar.console.print(f"consolidation pass {d['pass'] + 1}: imitated {d['samples']} verified steps, "
+                                  f"check {d['check']:.3f} ({'kept' if d['kept'] else 'rolled back'}), "
+                                  f"{d['seconds']:.0f} s")
             elif event == "round":
                 line = (f"round {d['round'] + 1}: self-verified {d['self_verified_success']:.2f}, accepted "
                         f"+{d['accepted_positive']}/-{d['accepted_negative']}, relabelled {d['relabelled_positive']}, "
@@ -453,7 +459,10 @@ def adapt(
             table.add_row(name, f"{r['success_rate']:.3f}", str(r["n_episodes"]), f"{r['mean_steps']:.1f}",
                           "-" if g is None else f"{g:.2f}")
     console.print(table)
-    line = [f"rounds {len(result['rounds'])}", f"env steps {result['env_steps']}",
+    passes = [r for r in result["rounds"] if r.get("kind") == "consolidate"]
+    line = [f"rounds {len(result['rounds']) - len(passes)}"
+            + (f" + {len(passes)} consolidation ({sum(1 for r in passes if r.get('kept'))} kept)" if passes else ""),
+            f"env steps {result['env_steps']}",
             f"adapting {result['adapt_wall_clock_s']:.0f} s", f"peak RSS {result['peak_rss_mb']:.0f} MB"]
     if "gain" in result:
         line.insert(0, f"gain {result['gain']:+.3f}")

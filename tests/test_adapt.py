@@ -37,7 +37,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 ADAPT_DIR = Path(__file__).parents[1] / "coadapt" / "adapt"
 TINY = AdaptConfig(rounds=1, instances_per_template=1, group_size=2, horizon=(3,), eval_instances=1, epochs=1,
-                   batch_size=8, max_minutes=5, explore_steps=40, explore_runs=1, proposals=3)
+                   batch_size=8, max_minutes=5, explore_steps=40, explore_runs=1, proposals=3, consolidate=1)
 
 
 def test_adapt_code_names_no_app_package_or_template():
@@ -156,7 +156,11 @@ def test_adapt_runs_behind_the_firewall_and_reports(adapted):
     out, report = adapted
     for key in ("app", "base", "adapted", "gain", "verifier", "env_steps", "wall_clock_s", "peak_rss_mb", "rounds"):
         assert key in report
-    assert report["app"] == "com.example.todo" and len(report["rounds"]) == 1
+    assert report["app"] == "com.example.todo" and [r["kind"] for r in report["rounds"]][0] == "rollouts"
+    # then at most one consolidation pass (TINY allows one; the 5-minute budget may leave none)
+    passes = report["rounds"][1:]
+    assert len(passes) <= 1 and all(p["kind"] == "consolidate" and p["env_steps"] == 0 for p in passes)
+    assert all(p["samples"] >= report["rounds"][0]["demo_samples"] for p in passes)
     assert report["base"]["n_episodes"] == report["adapted"]["n_episodes"] > 0
     for name in ("base", "adapted", "ceiling"):  # teacher-forced step accuracy, after the firewall
         g = report[name]["grounding"]
@@ -165,7 +169,7 @@ def test_adapt_runs_behind_the_firewall_and_reports(adapted):
     assert json.loads((out / "report.json").read_text())["gain"] == report["gain"]
     store = RunStore.open_readonly(out)
     rounds = store.rounds("adapt")
-    assert len(rounds) == 1 and rounds[0].status in ("finished", "rolled_back")
+    assert len(rounds) == len(report["rounds"]) and rounds[0].status in ("finished", "rolled_back")
     adapt_eps = store.episodes(phase="adapt")
     assert adapt_eps and all(e.success is None for e in adapt_eps)  # no ground truth in adaptation
     assert all(e.verifier_score is not None for e in adapt_eps)
@@ -226,7 +230,11 @@ def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
     store.close()
     proposals = (out / "explore" / "proposals.json").read_text()
     report = run_adapt_job("com.example.todo", cfg, out, report=False)
-    assert [r["round"] for r in report["rounds"]] == [0, 1]
+    assert [(r["round"], r["kind"]) for r in report["rounds"]] == [(0, "rollouts"), (1, "rollouts"),
+                                                                   (2, "consolidate")]
+    # the consolidation pass imitated the proposals' paths and every positive the rounds recorded
+    positives = sum(len(r["positives"]) for r in report["rounds"][:2])
+    assert report["rounds"][2]["samples"] >= report["rounds"][0]["demo_samples"] + positives
     # the budget and the report count the killed process's time too, not only the resumed one's
     assert spent_before_kill > 0
     assert report["adapt_wall_clock_s"] > spent_before_kill

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 TINY_ADAPT = """\
 model: {threads: 1}
 adapt: {rounds: 1, instances_per_template: 1, group_size: 2, horizon: [3], eval_instances: 1, epochs: 1,
-        batch_size: 8, max_minutes: 5, explore_steps: 40, explore_runs: 1, proposals: 3}
+        batch_size: 8, max_minutes: 5, explore_steps: 40, explore_runs: 1, proposals: 3, consolidate: 0}
 """
 
 

@@ -88,6 +88,10 @@ class AdaptConfig:
     """Add the curiosity terms (novelty, information gain, hindsight) to accepted attempts' turns."""
     curiosity_weight: float = 0.5
     """Weight of a turn's curiosity reward next to its advantage."""
+    consolidate: int = 8
+    """After the rounds, at most this many consolidation passes while the time budget lasts: imitation
+    of every verified positive so far (the proposals' paths, accepted and relabelled attempts), each
+    pass kept or rolled back by the same self-check; the first rollback ends them (0: off)."""
     update: bool = True
     """Update the adapter each round; False keeps rollouts, verdicts and memory but never changes
     a weight (memory-only adaptation, an ablation)."""
@@ -103,6 +107,7 @@ class AdaptConfig:
         need(self.explore_steps >= 0, f"explore_steps must be >= 0, got {self.explore_steps}")
         need(self.explore_runs >= 1, f"explore_runs must be >= 1, got {self.explore_runs}")
         need(self.proposals >= 0, f"proposals must be >= 0, got {self.proposals}")
+        need(self.consolidate >= 0, f"consolidate must be >= 0, got {self.consolidate}")
         need(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
         need(self.instances_per_template >= 1, f"instances_per_template must be >= 1, got {self.instances_per_template}")
         need(self.group_size >= 2, f"group_size must be >= 2 (a group compares attempts), got {self.group_size}")

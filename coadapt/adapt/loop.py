@@ -46,6 +46,8 @@ PHASE = "adapt"
 """Run-store phase of the learning rollouts."""
 CHECK = "adapt_check"
 """Run-store phase of the keep-or-roll-back checks (greedy, verifier only)."""
+CONSOLIDATE = "consolidate"
+"""The `kind` of a round that only imitates verified positives (no rollouts), after the rollout rounds."""
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
 
@@ -115,6 +117,22 @@ def demo_samples(agents: VLMAgentPolicy, pool: DevicePool, proposals: Sequence[P
     return out
 
 
+def positive_samples(store: RunStore, history: Sequence[dict[str, Any]], cards: Sequence[TaskCard],
+                     memory: str = "") -> list[TrainSample]:
+    """Imitation samples of every verified positive the rounds recorded (accepted attempts, and
+    relabelled ones told as the goal they achieved), rebuilt from the run store."""
+    by_key = {c.key: c for c in cards}
+    out: list[TrainSample] = []
+    for h in history:
+        for episode_id, key, goal in h.get("positives", ()):
+            card = by_key.get(key)
+            if card is None:
+                continue
+            traj = load_trajectory(store, episode_id, card.replace(goal=goal))
+            out += train_samples(traj, [0.0] * len(traj.steps), imitate=True, memory=memory)
+    return out
+
+
 def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards: Sequence[TaskCard],
           check_cards: Sequence[TaskCard], cfg: AdaptConfig, verifier: Verifier, *, out_dir: Path,
           settings: RolloutSettings = RolloutSettings(), progress: ProgressFn | None = None,
@@ -173,6 +191,26 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         ps = [judge(t).p or 0.0 for t in trajs]
         return sum(ps) / len(ps) if ps else 0.0
 
+    def keep_or_roll_back(r: int, snapshot: Any) -> tuple[float, bool, float]:
+        """The self-check after round `r`'s update: keep it, or restore `snapshot` (the adapter
+        before it). Saves the adapter either way; returns the check, whether it was kept, seconds."""
+        nonlocal best
+        t0 = time.monotonic()
+        say("check", {"round": r, "kind": kind})
+        score = check(r + 1)
+        kept = score >= best - cfg.rollback_margin
+        if kept:
+            best = max(best, score)
+        else:
+            policy.load_adapter_state(snapshot)
+            log.info("round %d made the self-check worse (%.3f < %.3f - %.2f): rolled back", r + 1, score, best,
+                     cfg.rollback_margin)
+        save_adapter(policy, adapter_dir, app, memory)
+        return score, kept, round(time.monotonic() - t0, 1)
+
+    def out_of_time(need: float) -> bool:
+        return spent_s + time.monotonic() - started + need > cfg.max_minutes * 60
+
     # ------------------------------------------------------------------ resume
     done_rounds = [r for r in store.rounds(PHASE) if r.status in ("finished", "rolled_back")]
     history: list[dict[str, Any]] = [json.loads(r.metrics) if isinstance(r.metrics, str) else dict(r.metrics or {})
@@ -182,8 +220,10 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         log.info("resuming after round %d of %d", done_rounds[-1].round + 1, cfg.rounds)
     best = history[-1]["best_check"] if history else check(0)
     say("start", {"rounds": cfg.rounds, "done": len(done_rounds), "check": best})
+    passes = [h for h in history if h.get("kind") == CONSOLIDATE]
+    kind = "rollouts"
 
-    for r in range(len(done_rounds), cfg.rounds):
+    for r in range(len(done_rounds), 0 if passes else cfg.rounds):
         t_round = time.monotonic()
         store.start_round(PHASE, r)
         # ------------------------------------------------------------------ rollouts
@@ -206,6 +246,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
 
         # ------------------------------------------------------------------ hindsight relabelling
         relabels: list[tuple[Trajectory, Verdict]] = []
+        positives = [(t.episode_id, t.card.key, t.goal) for t, d in zip(trajs, decisions) if d == ACCEPTED_POSITIVE]
         if cfg.relabel:
             for t, d in zip(trajs, decisions):
                 if d != ACCEPTED_POSITIVE and not t.infra_error:
@@ -242,25 +283,19 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             samples += train_samples(t, per_step, imitate=positive, memory=memory)
         for t, _ in relabels:  # imitation only: their tokens were sampled for another goal
             samples += train_samples(t, [0.0] * len(t.steps), imitate=True, memory=memory)
+            positives.append((t.episode_id, t.card.key.split("~")[0], t.goal))
 
         # ------------------------------------------------------------------ update
-        say("train", {"round": r, "samples": len(samples)})
+        say("train", {"round": r, "samples": len(samples), "kind": kind})
         snapshot = policy.adapter_state()
+        t_train = time.monotonic()
         metrics = trainer.update(samples, seed=cfg.seed * 1000 + r) if cfg.update else {"samples": len(samples)}
+        train_seconds = round(time.monotonic() - t_train, 1)
 
         # ------------------------------------------------------------------ keep or roll back
-        say("check", {"round": r})
-        score = check(r + 1)
-        kept = score >= best - cfg.rollback_margin
-        if kept:
-            best = max(best, score)
-        else:
-            policy.load_adapter_state(snapshot)
-            log.info("round %d made the self-check worse (%.3f < %.3f - %.2f): rolled back", r + 1, score, best,
-                     cfg.rollback_margin)
-        save_adapter(policy, adapter_dir, app, memory)
+        score, kept, check_seconds = keep_or_roll_back(r, snapshot)
         summary = {
-            "round": r, "horizon": max(c.max_steps for c in cards),
+            "round": r, "kind": kind, "horizon": max(c.max_steps for c in cards),
             "episodes": len(trajs), "infra_errors": res.infra_errors,
             "self_verified_success": sum(1 for v in verdicts if (v.p or 0) >= cfg.positive_threshold) / max(1, len(trajs)),
             **{name: decisions.count(name) for name in (ACCEPTED_POSITIVE, ACCEPTED_NEGATIVE, DROPPED_UNCERTAIN,
@@ -273,7 +308,9 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             "proposed_solved": sum(1 for t, v in zip(trajs, verdicts) if t.card.key in expectations and (v.p or 0) >= 1)
             / max(1, sum(1 for t in trajs if t.card.key in expectations)),
             "env_steps": sum(len(t.steps) for t in trajs), "check": score, "best_check": best, "kept": kept,
-            "seconds": round(time.monotonic() - t_round, 1), **{f"train_{k}": v for k, v in metrics.items()},
+            "seconds": round(time.monotonic() - t_round, 1), "train_seconds": train_seconds,
+            "check_seconds": check_seconds, **{f"train_{k}": v for k, v in metrics.items()},
+            "positives": positives,
         }
         summary["verifier"] = [(t.episode_id, v.p, d) for t, v, d in zip(trajs, verdicts, decisions)]
         store.finish_round(PHASE, r, status="finished" if kept else "rolled_back", adapter="adapter",
@@ -288,6 +325,44 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         if spent_s + elapsed + per_round > cfg.max_minutes * 60 and r + 1 < cfg.rounds:
             log.info("stopping after round %d of %d: the %.1f-minute budget would run out", r + 1, cfg.rounds,
                      cfg.max_minutes)
+            break
+
+    # ------------------------------------------------------------------ consolidation
+    # What the budget has left goes to imitating every verified positive so far (the proposals'
+    # replayed paths, accepted attempts, relabelled ones): each pass is one more update judged by
+    # the same self-check, and the first pass that makes it worse is rolled back and ends them.
+    kind = CONSOLIDATE
+    ended = bool(passes) and not passes[-1]["kept"]
+    pool: list[TrainSample] = []
+    if cfg.update and cfg.consolidate and not ended and len(passes) < cfg.consolidate:
+        pool = [*demos, *positive_samples(store, history, [*train_cards, *proposed], memory)]
+    while pool and len(passes) < cfg.consolidate:
+        last = history[-1] if history else {}
+        if out_of_time(float(last.get("train_seconds", 0)) + float(last.get("check_seconds", 0))):
+            log.info("consolidation stops after %d pass(es): the %.1f-minute budget would run out", len(passes),
+                     cfg.max_minutes)
+            break
+        r = len(history)
+        t_round = time.monotonic()
+        store.start_round(PHASE, r)
+        say("train", {"round": r, "samples": len(pool), "kind": kind})
+        snapshot = policy.adapter_state()
+        metrics = trainer.update(pool, seed=cfg.seed * 1000 + r)
+        train_seconds = round(time.monotonic() - t_round, 1)
+        score, kept, check_seconds = keep_or_roll_back(r, snapshot)
+        summary = {"round": r, "kind": kind, "pass": len(passes), "samples": len(pool), "episodes": 0, "env_steps": 0,
+                   "check": score, "best_check": best, "kept": kept, "seconds": round(time.monotonic() - t_round, 1),
+                   "train_seconds": train_seconds, "check_seconds": check_seconds,
+                   **{f"train_{k}": v for k, v in metrics.items()}}
+        store.finish_round(PHASE, r, status="finished" if kept else "rolled_back", adapter="adapter",
+                           metrics=summary, kept=kept)
+        for name in ("check", "train_loss", "train_kl"):
+            if isinstance(summary.get(name), (int, float)) and math.isfinite(summary[name]):
+                store.log_metric(f"adapt/{name}", r, float(summary[name]))
+        history.append(summary)
+        passes.append(summary)
+        say("round", summary)
+        if not kept:
             break
     if not (adapter_dir / "adapter_config.json").is_file():
         save_adapter(policy, adapter_dir, app, memory)

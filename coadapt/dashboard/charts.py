@@ -17,7 +17,7 @@ SUCCESS_SERIES = ("self_verified_success", "check", "proposed_solved", "wanderin
 TRAIN_SERIES = ("train_loss", "train_kl")
 GATE_SERIES = ("accepted_positive", "accepted_negative", "dropped_uncertain", "dropped_flat_group", "dropped_infra",
                "relabelled_positive")
-ROUND_COLUMNS = ("round", "status", "kept", "episodes", "accepted_positive", "accepted_negative", "dropped_uncertain",
+ROUND_COLUMNS = ("round", "kind", "status", "kept", "episodes", "accepted_positive", "accepted_negative", "dropped_uncertain",
                  "self_verified_success", "check", "train_loss", "train_kl", "seconds")
 
 
