@@ -14,6 +14,7 @@ from coadapt.apps import make_apps  # noqa: E402
 from coadapt.config import ModelSettings  # noqa: E402
 from coadapt.evaluation import suite_tasks  # noqa: E402
 from coadapt.policy.baselines import RandomPolicy  # noqa: E402
+from coadapt.rollout.runner import fresh_pixels  # noqa: E402
 from coadapt.rollout import (  # noqa: E402
     GroundTruthError, GuardedDevice, RolloutRunner, RolloutSettings, episode_seed, load_trajectory,
 )
@@ -136,3 +137,6 @@ def test_killed_round_two_resumes_without_redoing(tmp_path, sampled):
     traj = load_trajectory(store, eid, card)
     assert len(traj.steps) == store.episode(eid).steps
     assert traj.steps[0].obs.elements and traj.steps[0].decision.logprobs
+    # ... holding its screenshots compressed until a trainer asks for pixels
+    assert all("coadapt_png" in s.obs.screenshot.info for s in traj.steps)
+    assert fresh_pixels(traj.steps[0].obs).screenshot.size == store.load_observation(eid, 0).screenshot.size

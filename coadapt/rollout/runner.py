@@ -319,7 +319,9 @@ def compact(traj: Trajectory) -> Trajectory:
 
 def load_trajectory(store: RunStore, episode_id: int, card: TaskCard) -> Trajectory:
     """Rebuild a finished episode from the run store (observations from the saved screenshots
-    and UI trees, decisions with their tokens and behaviour log-probs), e.g. after a resume."""
+    and UI trees, decisions with their tokens and behaviour log-probs), e.g. after a resume.
+    Screenshots come back compressed, as a played round holds them: a pool of rebuilt positives
+    (hundreds of steps) would otherwise pin ~3.4 MB of pixels per step."""
     row = store.episode(episode_id)
     steps = []
     for s in store.steps(episode_id):
@@ -329,5 +331,5 @@ def load_trajectory(store: RunStore, episode_id: int, card: TaskCard) -> Traject
         info = StepInfo(decision.action, None, bool(s["invalid"]), s["error"], False, s["seconds"] or 0.0)
         steps.append(StepRecord(obs, decision, info))
     final = steps[-1].obs if steps else None
-    return Trajectory(card, attempt=row.attempt, round=row.round, steps=steps, final_obs=final,
-                      declared=row.declared, answer=row.answer, episode_id=episode_id, score=row.success)
+    return compact(Trajectory(card, attempt=row.attempt, round=row.round, steps=steps, final_obs=final,
+                              declared=row.declared, answer=row.answer, episode_id=episode_id, score=row.success))
