@@ -621,6 +621,10 @@ def verifier_train(
     for threshold, q in data["quality_on_held_out_templates"].items():
         console.print(f"  p >= {threshold}: precision {q['precision']} on {q['accepted_positive']} accepted positives, "
                       f"recall {q['recall']}")
+    console.print("on apps held out of the fit (its transfer to an app it never saw):")
+    for threshold, q in data.get("quality_on_held_out_apps", {}).items():
+        console.print(f"  p >= {threshold}: precision {q['precision']} on {q['accepted_positive']} accepted positives, "
+                      f"recall {q['recall']}")
     console.print(f"weights: {out or WEIGHTS_FILE}")
 
 

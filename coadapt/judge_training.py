@@ -23,6 +23,7 @@ from coadapt.evaluation import GroundTruth
 from coadapt.policy.base import Decision
 from coadapt.rollout import RolloutRunner, RolloutSettings, TaskCard
 from coadapt.runs import RunStore
+from coadapt.tasks.registry import templates_for_app
 
 
 def seen_tasks(per_template: int, seed: int) -> dict[str, Any]:
@@ -109,7 +110,8 @@ class _Replay:
 def fit_and_write(rows: list[tuple[list[float], float, str]], out: Path, folds: int = 4,
                   thresholds: tuple[float, ...] = (0.75, 0.85, 0.9), **about: Any) -> dict[str, Any]:
     """Fit on all rows and write the weights; quality is measured by cross-validation over
-    templates (each fold's templates never seen by its fit), at each acceptance threshold."""
+    templates (each fold's templates never seen by its fit) and over apps (each app held out in
+    turn), at each acceptance threshold."""
     names = sorted({k.split("#")[0] for _, _, k in rows})
     scored: list[tuple[float, float, bool]] = []
     for f in range(folds):
@@ -122,9 +124,32 @@ def fit_and_write(rows: list[tuple[list[float], float, str]], out: Path, folds: 
     w_all = fit_logistic([x for x, _, _ in rows], [y for _, y, _ in rows])
     data = {"features": list(FEATURES), "weights": w_all, "episodes": len(rows),
             "positives": int(sum(y for _, y, _ in rows)), "cut_short": sum("~cut" in k for _, _, k in rows), **about,
-            "quality_on_held_out_templates": quality}
+            "quality_on_held_out_templates": quality,
+            "quality_on_held_out_apps": held_out_app_quality(rows, thresholds)}
     out.write_text(json.dumps(data, indent=1) + "\n")
     return data
+
+
+def app_of_template() -> dict[str, str]:
+    """Template name -> the seen app it belongs to."""
+    return {t.name: app for app in SEEN_APPS for t in templates_for_app(app)}
+
+
+def held_out_app_quality(rows: list[tuple[list[float], float, str]], thresholds: tuple[float, ...],
+                         apps: dict[str, str] | None = None) -> dict[str, Any]:
+    """Quality when each app is held out of the fit in turn (leave one app out): the judge meets
+    unseen apps, so this, not the held-out-templates figure, is the estimate of its transfer.
+    Rows whose template belongs to no known app form one group of their own."""
+    apps = app_of_template() if apps is None else apps
+    group = [apps.get(k.split("#")[0], "?") for _, _, k in rows]
+    scored: list[tuple[float, float, bool]] = []
+    for held in sorted(set(group)):
+        train = [(x, y) for (x, y, _), g in zip(rows, group) if g != held]
+        if not train or len(set(group)) < 2:
+            continue
+        judge = FeatureJudge(fit_logistic([x for x, _ in train], [y for _, y in train]))
+        scored += [(judge.p_vector(x), y, "~cut" in k) for (x, y, k), g in zip(rows, group) if g == held]
+    return {str(t): judge_quality(scored, t) for t in thresholds}
 
 
 def judge_quality(scored: list[tuple[float, float, bool]], threshold: float, low: float = 0.25) -> dict[str, Any]:

@@ -295,6 +295,7 @@ def test_judge_fit_from_saved_rows(tmp_path):
     assert data["episodes"] == 400 and data["features"] == list(FEATURES)
     q = data["quality_on_held_out_templates"]["0.85"]
     assert q["precision"] == 1.0 and q["recall"] > 0.9
+    assert set(data["quality_on_held_out_apps"]) == set(data["quality_on_held_out_templates"])
     judge = FeatureJudge(json.loads((tmp_path / "w.json").read_text())["weights"])
     assert judge.p_vector(rows[1]["x"]) > 0.9 > 0.1 > judge.p_vector(rows[0]["x"])
 
@@ -321,3 +322,26 @@ def test_trainer_skips_tokens_the_constrained_decoder_cannot_emit(oracle_trajs, 
     assert metrics["optimizer_steps"] == 1
     assert all(math.isfinite(metrics[k]) for k in ("loss", "kl", "sft")), metrics
     assert all(torch.isfinite(p).all() for p in policy.model.parameters())
+
+
+def test_judge_quality_on_held_out_apps_shows_a_rule_that_does_not_transfer():
+    import random
+
+    from coadapt.adapt.verifier import FEATURES
+    from coadapt.apps import SEEN_APPS
+    from coadapt.judge_training import app_of_template, held_out_app_quality
+
+    rng = random.Random(1)
+    rows = []
+    for app, flipped in (("A", False), ("B", False), ("C", True)):
+        for i in range(200):
+            success = i % 2
+            x = [1.0] + [rng.random() * 0.3 for _ in FEATURES[1:]]
+            x[FEATURES.index("done_x_new")] = (1 - success if flipped else success) * (0.7 + 0.3 * rng.random())
+            rows.append((x, float(success), f"{app}T{i % 5}#{i}"))
+    apps = {f"{a}T{t}": a for a in "ABC" for t in range(5)}
+    consistent = held_out_app_quality([r for r in rows if not r[2].startswith("C")], (0.85,), apps)["0.85"]
+    assert consistent["precision"] == 1.0 and consistent["accepted_positive"] > 100
+    mixed = held_out_app_quality(rows, (0.85,), apps)["0.85"]
+    assert mixed["precision"] < 0.8  # app C, held out, is judged by A and B's rule and fails it
+    assert set(app_of_template().values()) == set(SEEN_APPS)
