@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 from PIL import Image
@@ -10,6 +11,17 @@ from .uitree import UiElement, UiTree
 
 # Windows of the system UI are left out of the indexed list: the agent uses back/home actions.
 SYSTEM_PACKAGES = frozenset({"com.android.systemui", "com.google.android.inputmethod.latin"})
+
+PNG_INFO = "coadapt_png"
+"""`Image.info` key of a screenshot held as PNG bytes (see `png_screenshot`)."""
+
+
+def png_screenshot(png: bytes) -> Image.Image:
+    """A screenshot held as its PNG bytes, which PIL decodes only when pixels are asked for (a sim
+    screen is ~3.4 MB decoded, ~60 KB as PNG; a round of attempts holds hundreds)."""
+    image = Image.open(io.BytesIO(png))
+    image.info[PNG_INFO] = png
+    return image
 
 
 def indexed_elements(tree: UiTree) -> tuple[UiElement, ...]:

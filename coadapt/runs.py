@@ -51,7 +51,7 @@ from PIL import Image
 
 from coadapt.android_env.actions import Action, describe, to_dict
 from coadapt.android_env.errors import CoadaptError, UiTreeError
-from coadapt.android_env.observation import Observation
+from coadapt.android_env.observation import Observation, png_screenshot
 from coadapt.android_env.uitree import UiElement, parse_xml
 
 SCHEMA_VERSION = 3
@@ -796,16 +796,20 @@ class RunStore:
         rec["tree_xml"] = None if tree_z is None else zlib.decompress(tree_z).decode("utf-8")
         return rec
 
-    def load_observation(self, episode_id: int, step: int) -> Observation:
-        """Rebuild the observation the agent saw before `step` from the saved screenshot and UI tree."""
+    def load_observation(self, episode_id: int, step: int, *, compressed: bool = False) -> Observation:
+        """Rebuild the observation the agent saw before `step` from the saved screenshot and UI tree;
+        `compressed` keeps the screenshot as the stored PNG, decoded only when pixels are asked for."""
         rec = self.step_record(episode_id, step)
         if rec["screen"] is None or rec["tree_xml"] is None:
             missing = " and ".join(n for n, v in (("screenshot", rec["screen"]), ("UI tree", rec["tree_xml"])) if v is None)
             raise RunStoreError(f"{self.folder}: episode {episode_id} step {step} was stored without its {missing}")
         path = self.folder / rec["screen"]
         try:
-            with Image.open(io.BytesIO(path.read_bytes())) as im:
-                image = im.convert("RGB")
+            data = path.read_bytes()
+            image = png_screenshot(data) if compressed else None
+            if image is None or image.mode != "RGB":
+                with Image.open(io.BytesIO(data)) as im:
+                    image = im.convert("RGB")
             tree = parse_xml(rec["tree_xml"])
         except (OSError, UiTreeError) as e:
             raise RunStoreError(f"cannot rebuild episode {episode_id} step {step} from {path}: {e}") from e

@@ -22,7 +22,7 @@ from coadapt.android_env.actions import from_dict
 from coadapt.android_env.device import Device
 from coadapt.android_env.env import AndroidEnv, StepInfo
 from coadapt.android_env.errors import DeviceError
-from coadapt.android_env.observation import Observation
+from coadapt.android_env.observation import PNG_INFO, Observation, png_screenshot
 from coadapt.android_env.pool import DevicePool, NoDeviceError
 from coadapt.policy.base import Decision, Policy
 from coadapt.runs import RunStore
@@ -286,19 +286,16 @@ def play_episode(device: Device, policy: Policy, scorer: Scorer | None, settings
 
 
 def _lazy(image: Image.Image) -> Image.Image:
-    """The screenshot as PNG bytes that PIL decodes only when pixels are asked for (a sim screen
-    is ~3.4 MB decoded, ~60 KB as PNG; a round holds hundreds)."""
+    """The screenshot encoded as PNG and held that way until its pixels are asked for."""
     buf = io.BytesIO()
     image.save(buf, format="PNG", compress_level=1)
-    lazy = Image.open(io.BytesIO(buf.getvalue()))
-    lazy.info["coadapt_png"] = buf.getvalue()
-    return lazy
+    return png_screenshot(buf.getvalue())
 
 
 def fresh_pixels(obs: Observation) -> Observation:
     """A copy of a compacted observation whose screenshot decodes into a new image (dropped
     after use), so decoding for training never pins the whole round's pixels in memory."""
-    png = obs.screenshot.info.get("coadapt_png")
+    png = obs.screenshot.info.get(PNG_INFO)
     if png is None:
         return obs
     return Observation(Image.open(io.BytesIO(png)), obs.tree, obs.elements, obs.package, obs.step)
@@ -320,16 +317,16 @@ def compact(traj: Trajectory) -> Trajectory:
 def load_trajectory(store: RunStore, episode_id: int, card: TaskCard) -> Trajectory:
     """Rebuild a finished episode from the run store (observations from the saved screenshots
     and UI trees, decisions with their tokens and behaviour log-probs), e.g. after a resume.
-    Screenshots come back compressed, as a played round holds them: a pool of rebuilt positives
-    (hundreds of steps) would otherwise pin ~3.4 MB of pixels per step."""
+    Screenshots stay the stored PNG bytes, as a played round holds them: a pool of rebuilt
+    positives (hundreds of steps) would otherwise pin ~3.4 MB of pixels per step."""
     row = store.episode(episode_id)
     steps = []
     for s in store.steps(episode_id):
-        obs = store.load_observation(episode_id, s["step"])
+        obs = store.load_observation(episode_id, s["step"], compressed=True)
         decision = Decision(from_dict(s["action"]), s["raw_output"], tuple(s["token_ids"] or ()),
                             tuple(s["logprobs"] or ()), tuple(s["history"] or ()))
         info = StepInfo(decision.action, None, bool(s["invalid"]), s["error"], False, s["seconds"] or 0.0)
         steps.append(StepRecord(obs, decision, info))
     final = steps[-1].obs if steps else None
-    return compact(Trajectory(card, attempt=row.attempt, round=row.round, steps=steps, final_obs=final,
-                              declared=row.declared, answer=row.answer, episode_id=episode_id, score=row.success))
+    return Trajectory(card, attempt=row.attempt, round=row.round, steps=steps, final_obs=final,
+                      declared=row.declared, answer=row.answer, episode_id=episode_id, score=row.success)
