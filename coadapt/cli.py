@@ -616,15 +616,13 @@ def verifier_train(
                 bar.advance(tid)
 
         data = train_judge(per_template, seed, workers=workers, out=out or WEIGHTS_FILE, rows_file=rows, progress=progress)
-    console.print(f"{data['episodes']} attempts ({data['positives']} successes, {data['cut_short']} of them cut short); "
-                  "on templates held out of the fit:")
-    for threshold, q in data["quality_on_held_out_templates"].items():
-        console.print(f"  p >= {threshold}: precision {q['precision']} on {q['accepted_positive']} accepted positives, "
-                      f"recall {q['recall']}")
-    console.print("on apps held out of the fit (its transfer to an app it never saw):")
-    for threshold, q in data.get("quality_on_held_out_apps", {}).items():
-        console.print(f"  p >= {threshold}: precision {q['precision']} on {q['accepted_positive']} accepted positives, "
-                      f"recall {q['recall']}")
+    console.print(f"{data['episodes']} attempts ({data['positives']} successes, {data['cut_short']} of them cut short)")
+    for key, heading in (("quality_on_held_out_templates", "on templates held out of the fit:"),
+                         ("quality_on_held_out_apps", "on apps held out of the fit (its transfer to an app it never saw):")):
+        console.print(heading)
+        for threshold, q in data.get(key, {}).items():
+            console.print(f"  p >= {threshold}: precision {q['precision']} on {q['accepted_positive']} accepted "
+                          f"positives, recall {q['recall']}")
     console.print(f"weights: {out or WEIGHTS_FILE}")
 
 

@@ -112,14 +112,9 @@ def fit_and_write(rows: list[tuple[list[float], float, str]], out: Path, folds: 
     """Fit on all rows and write the weights; quality is measured by cross-validation over
     templates (each fold's templates never seen by its fit) and over apps (each app held out in
     turn), at each acceptance threshold."""
-    names = sorted({k.split("#")[0] for _, _, k in rows})
-    scored: list[tuple[float, float, bool]] = []
-    for f in range(folds):
-        held = set(names[f::folds])
-        w = fit_logistic([x for x, _, k in rows if k.split("#")[0] not in held],
-                         [y for _, y, k in rows if k.split("#")[0] not in held])
-        judge = FeatureJudge(w)
-        scored += [(judge.p_vector(x), y, "~cut" in k) for x, y, k in rows if k.split("#")[0] in held]
+    templates = [k.split("#")[0] for _, _, k in rows]
+    names = sorted(set(templates))
+    scored = held_out_scores(rows, templates, [set(names[f::folds]) for f in range(folds)])
     quality = {str(t): judge_quality(scored, t) for t in thresholds}
     w_all = fit_logistic([x for x, _, _ in rows], [y for _, y, _ in rows])
     data = {"features": list(FEATURES), "weights": w_all, "episodes": len(rows),
@@ -142,14 +137,21 @@ def held_out_app_quality(rows: list[tuple[list[float], float, str]], thresholds:
     Rows whose template belongs to no known app form one group of their own."""
     apps = app_of_template() if apps is None else apps
     group = [apps.get(k.split("#")[0], "?") for _, _, k in rows]
-    scored: list[tuple[float, float, bool]] = []
-    for held in sorted(set(group)):
-        train = [(x, y) for (x, y, _), g in zip(rows, group) if g != held]
-        if not train or len(set(group)) < 2:
-            continue
-        judge = FeatureJudge(fit_logistic([x for x, _ in train], [y for _, y in train]))
-        scored += [(judge.p_vector(x), y, "~cut" in k) for (x, y, k), g in zip(rows, group) if g == held]
+    held = [{g} for g in sorted(set(group))] if len(set(group)) > 1 else []
+    scored = held_out_scores(rows, group, held)
     return {str(t): judge_quality(scored, t) for t in thresholds}
+
+
+def held_out_scores(rows: list[tuple[list[float], float, str]], group: list[str],
+                    held_sets: list[set[str]]) -> list[tuple[float, float, bool]]:
+    """(p, label, cut short) of every row in each held-out set of groups, scored by a judge fitted
+    on the rows of all other groups."""
+    scored: list[tuple[float, float, bool]] = []
+    for held in held_sets:
+        train = [(x, y) for (x, y, _), g in zip(rows, group) if g not in held]
+        judge = FeatureJudge(fit_logistic([x for x, _ in train], [y for _, y in train]))
+        scored += [(judge.p_vector(x), y, "~cut" in k) for (x, y, k), g in zip(rows, group) if g in held]
+    return scored
 
 
 def judge_quality(scored: list[tuple[float, float, bool]], threshold: float, low: float = 0.25) -> dict[str, Any]:
