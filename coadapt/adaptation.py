@@ -114,7 +114,8 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     pool = build_pool(cfg.devices)
     settings = rollout_settings(cfg.devices)
     model_judge = ModelJudge(agents.policy) if cfg.model.model != "default" else None
-    verifier = Verifier(FeatureJudge(), model_judge, votes=a.judge_votes)
+    features = FeatureJudge(FeatureJudge.load(Path(a.judge_weights)) if a.judge_weights else None)
+    verifier = Verifier(features, model_judge, votes=a.judge_votes)
     train_cards, check_cards = adapt_cards(package, a.seed, a.instances_per_template)
     eval_tasks = instances(package, "eval", a.seed, a.eval_instances)
     eval_cards = [TaskCard.from_template(t, k) for k, t in eval_tasks.items()]
@@ -279,7 +280,11 @@ def verifier_quality(store: RunStore, summary: dict[str, Any], cards: list[TaskC
     by_key = {c.key: c for c in cards}
     device = SimDevice(make_apps(), SimConfig(serial="replay"))
     tp = fp = fn = tn = 0
+    by_round: list[dict[str, int]] = []
     for r in summary["rounds"]:
+        if r.get("kind") == "consolidate":
+            continue
+        tp0, fp0 = tp, fp
         for episode_id, p, decision in r.get("verifier", []):
             row = store.episode(episode_id)
             card = by_key.get(row.key)
@@ -293,9 +298,10 @@ def verifier_quality(store: RunStore, summary: dict[str, Any], cards: list[TaskC
             fp += said and not truth
             fn += (not said) and truth
             tn += (not said) and not truth
+        by_round.append({"round": r["round"], "accepted_positive": tp - tp0 + fp - fp0, "true_positive": tp - tp0})
     return {"accepted_positive": tp + fp, "true_positive": tp, "false_positive": fp, "missed_success": fn,
             "true_negative": tn, "precision": round(tp / (tp + fp), 4) if tp + fp else None,
-            "recall": round(tp / (tp + fn), 4) if tp + fn else None}
+            "recall": round(tp / (tp + fn), 4) if tp + fn else None, "by_round": by_round}
 
 
 def run_ablations(app: str, cfg: CoadaptConfig, out: Path, progress: ProgressFn | None = None,

@@ -90,6 +90,11 @@ def test_gate():
     assert gate_attempt(Verdict(None, 0.0), s) == "dropped_uncertain"  # no label is never a failure
     assert gate_attempt(Verdict(0.9, 1.0), s, infra_error=True) == "dropped_infra"
     assert gate_attempt(Verdict(0.6, 0.0), GateSettings(False)) == "accepted_positive"
+    # past the trusted rounds a confident positive is no label; a confident negative still counts
+    assert gate_attempt(Verdict(0.9, 1.0), s, trusted=False) == "dropped_uncertain"
+    assert gate_attempt(Verdict(0.1, 0.0), s, trusted=False) == "accepted_negative"
+    assert AdaptConfig(trusted_rounds=1).trusted(0) and not AdaptConfig(trusted_rounds=1).trusted(1)
+    assert AdaptConfig(trusted_rounds=0).trusted(5)
 
 
 def test_advantages():
@@ -126,6 +131,8 @@ def test_config_errors_name_the_field():
         AdaptConfig(group_size=1)
     with pytest.raises(ConfigError, match="objective"):
         load_config(None, {"adapt.objective": "ppo"})
+    with pytest.raises(ConfigError, match="trusted_rounds"):
+        AdaptConfig(trusted_rounds=-1)
 
 
 def _raise(*a, **k):
@@ -212,7 +219,7 @@ def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
     # No time budget: on a loaded machine round 0 alone can outlast TINY's, and round 1 (where the
     # kill happens) would never start.
     cfg = CoadaptConfig(adapt=AdaptConfig(**{**TINY.__dict__, "rounds": 2, "instances_per_template": 1,
-                                             "max_minutes": 600}))
+                                             "max_minutes": 600, "trusted_rounds": 1}))
     seen = []
 
     def die(event, data):
@@ -243,6 +250,11 @@ def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
     again = {(e.key, e.attempt): e.id for e in store.episodes(phase="adapt", round=1) if e.status == "finished"}
     assert all(again[k] == v for k, v in kept.items())  # nothing finished was redone
     assert len(again) == len({(e.key, e.attempt) for e in store.episodes(phase="adapt", round=1)})  # no duplicates
+    # round 1 is past trusted_rounds: the verifier made no suite-goal positive there, nor a relabelled one
+    assert [r["trusted"] for r in report["rounds"][:2]] == [True, False]
+    assert report["rounds"][1]["relabelled_positive"] == 0
+    assert all(e.key.startswith("proposed/") for e in store.episodes(phase="adapt", round=1)
+               if e.gate == "accepted_positive")
     store.close()
 
 
@@ -296,7 +308,13 @@ def test_judge_fit_from_saved_rows(tmp_path):
     q = data["quality_on_held_out_templates"]["0.85"]
     assert q["precision"] == 1.0 and q["recall"] > 0.9
     assert set(data["quality_on_held_out_apps"]) == set(data["quality_on_held_out_templates"])
-    judge = FeatureJudge(json.loads((tmp_path / "w.json").read_text())["weights"])
+    judge = FeatureJudge(FeatureJudge.load(tmp_path / "w.json"))
+    for bad in ("{", json.dumps({"features": ["bias"], "weights": [0.0]})):  # `adapt.judge_weights` files
+        (tmp_path / "bad.json").write_text(bad)
+        with pytest.raises(ConfigError, match="coadapt verifier train"):
+            FeatureJudge.load(tmp_path / "bad.json")
+    with pytest.raises(ConfigError, match="cannot read"):
+        FeatureJudge.load(tmp_path / "missing.json")
     assert judge.p_vector(rows[1]["x"]) > 0.9 > 0.1 > judge.p_vector(rows[0]["x"])
 
 

@@ -40,6 +40,11 @@ class AdaptConfig:
     held out of the judge's fit; see `coadapt verifier train`)."""
     negative_threshold: float = 0.25
     """p(success) at or below this is a confident negative; between the two, no label."""
+    trusted_rounds: int = 0
+    """Rollout rounds whose suite-goal attempts the verifier may turn into positives (accepted or
+    relabelled); later rounds' confident positives become "no label", their negatives still count.
+    The judge's precision is measured on the unadapted policy's attempts only: an adapted policy
+    drifts to where it was never measured (0: every round)."""
     turn_credit: bool = True
     """Reverse-turn credit: each turn's advantage is weighted by what followed it; turns that changed
     nothing get no positive credit."""
@@ -72,6 +77,8 @@ class AdaptConfig:
     grounding_instances: int = 2
     """Eval instances per template (the first of the `eval_instances`) on which the report measures
     teacher-forced step accuracy along the oracle's path, base and adapted (0: not measured)."""
+    judge_weights: str = ""
+    """Feature-judge weights written by `coadapt verifier train --out FILE` ("": the packaged ones)."""
     judge_votes: int = 4
     """Samples of a VLM judge per verdict (model judges only; the bundled setup uses the feature judge)."""
     seed: int = 0
@@ -108,6 +115,7 @@ class AdaptConfig:
         need(self.explore_runs >= 1, f"explore_runs must be >= 1, got {self.explore_runs}")
         need(self.proposals >= 0, f"proposals must be >= 0, got {self.proposals}")
         need(self.consolidate >= 0, f"consolidate must be >= 0, got {self.consolidate}")
+        need(self.trusted_rounds >= 0, f"trusted_rounds must be >= 0 (0: every round), got {self.trusted_rounds}")
         need(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
         need(self.instances_per_template >= 1, f"instances_per_template must be >= 1, got {self.instances_per_template}")
         need(self.group_size >= 2, f"group_size must be >= 2 (a group compares attempts), got {self.group_size}")
@@ -136,3 +144,7 @@ class AdaptConfig:
         """The step limit of a task in `round` (the task's own limit caps it)."""
         h = self.horizon[min(round, len(self.horizon) - 1)]
         return task_limit if h == 0 else min(h, task_limit)
+
+    def trusted(self, round: int) -> bool:
+        """Whether the verifier's positives count in rollout round `round` (see trusted_rounds)."""
+        return self.trusted_rounds == 0 or round < self.trusted_rounds

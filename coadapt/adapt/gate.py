@@ -21,9 +21,11 @@ class GateSettings:
     negative: float = 0.25
 
 
-def gate_attempt(verdict: Verdict | None, settings: GateSettings, *, infra_error: bool = False) -> str:
+def gate_attempt(verdict: Verdict | None, settings: GateSettings, *, infra_error: bool = False,
+                 trusted: bool = True) -> str:
     """The gate decision of one attempt. With the gate off every judged attempt is accepted,
-    labelled by which side of 0.5 its p falls (the no-gate ablation)."""
+    labelled by which side of 0.5 its p falls (the no-gate ablation). An untrusted attempt's
+    confident positive is "no label" (see AdaptConfig.trusted_rounds)."""
     if infra_error or verdict is None:
         return DROPPED_INFRA
     if verdict.p is None:
@@ -31,7 +33,7 @@ def gate_attempt(verdict: Verdict | None, settings: GateSettings, *, infra_error
     if not settings.enabled:
         return ACCEPTED_POSITIVE if verdict.p >= 0.5 else ACCEPTED_NEGATIVE
     if verdict.p >= settings.positive:
-        return ACCEPTED_POSITIVE
+        return ACCEPTED_POSITIVE if trusted else DROPPED_UNCERTAIN
     if verdict.p <= settings.negative:
         return ACCEPTED_NEGATIVE
     return DROPPED_UNCERTAIN

@@ -234,12 +234,16 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         trajs = collect(store, res.trajectories, res.episode_ids, cards, cfg.group_size)
 
         # ------------------------------------------------------------------ verifier and gate
+        # After `trusted_rounds` the verifier's positives on suite goals stop counting (its negatives
+        # still do); a proposal's expectation is judge-free and always counts.
+        trusted = cfg.trusted(r)
         verdicts: list[Verdict] = []
         decisions: list[str] = []
         for t in trajs:
             v = judge(t)
             verdicts.append(v)
-            decisions.append(gate_attempt(v, gate_cfg, infra_error=t.infra_error))
+            decisions.append(gate_attempt(v, gate_cfg, infra_error=t.infra_error,
+                                          trusted=trusted or t.card.key in expectations))
             store.add_verdicts(t.episode_id, [(judge, i, vote, None) for judge, i, vote in v.votes])
             store.update_episode(t.episode_id, verifier_score=v.p, verifier_detail=json.dumps(
                 {"progress": v.progress, "checks": v.checks}))
@@ -247,7 +251,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         # ------------------------------------------------------------------ hindsight relabelling
         relabels: list[tuple[Trajectory, Verdict]] = []
         positives = [(t.episode_id, t.card.key, t.goal) for t, d in zip(trajs, decisions) if d == ACCEPTED_POSITIVE]
-        if cfg.relabel:
+        if cfg.relabel and trusted:
             for t, d in zip(trajs, decisions):
                 if d != ACCEPTED_POSITIVE and not t.infra_error:
                     found = relabel(t, train_cards, verifier, cfg.positive_threshold)
@@ -300,7 +304,9 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             "self_verified_success": sum(1 for v in verdicts if (v.p or 0) >= cfg.positive_threshold) / max(1, len(trajs)),
             **{name: decisions.count(name) for name in (ACCEPTED_POSITIVE, ACCEPTED_NEGATIVE, DROPPED_UNCERTAIN,
                                                          DROPPED_FLAT, DROPPED_INFRA)},
-            "relabelled_positive": len(relabels),
+            "relabelled_positive": len(relabels), "trusted": trusted,
+            "untrusted_positive": sum(1 for v, d in zip(verdicts, decisions)
+                                      if d == DROPPED_UNCERTAIN and (v.p or 0) >= cfg.positive_threshold),
             "mean_progress": sum(v.progress for v in verdicts) / max(1, len(verdicts)),
             "wandering_rate": sum(wandering) / max(1, len(wandering)),
             "information_rate": sum(informative) / max(1, len(informative)),

@@ -164,13 +164,19 @@ class FeatureJudge:
     name = "features"
 
     def __init__(self, weights: Sequence[float] | None = None):
-        if weights is None:
-            data = json.loads(WEIGHTS_FILE.read_text()) if WEIGHTS_FILE.is_file() else None
-            if data is None or data.get("features") != list(FEATURES):
-                raise ConfigError(f"no judge weights for these features at {WEIGHTS_FILE}; "
-                                        "run `coadapt verifier train`")
-            weights = data["weights"]
-        self.weights = list(weights)
+        self.weights = list(self.load(WEIGHTS_FILE) if weights is None else weights)
+
+    @staticmethod
+    def load(path: Path) -> list[float]:
+        """The weights in a file written by `coadapt verifier train` (clear error when it is not one)."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"cannot read judge weights at {path} ({e}); run `coadapt verifier train`") from None
+        if not isinstance(data, dict) or data.get("features") != list(FEATURES) \
+                or len(data.get("weights") or ()) != len(FEATURES):
+            raise ConfigError(f"{path} holds no judge weights for these features; run `coadapt verifier train`")
+        return [float(w) for w in data["weights"]]
 
     def p(self, checks: Checks) -> float:
         return self.p_vector(checks.vector())
