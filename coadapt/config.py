@@ -199,6 +199,14 @@ def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | N
         if not isinstance(sec, dict):
             raise ConfigError(f"config section {section!r} must be a mapping")
         sec[name] = value
+    model = data.get("model")
+    if isinstance(model, dict) and model.get("adapter") and "model" not in model:
+        from coadapt.policy.adapter_record import read_base
+
+        # no model named: the one the adapter was trained on (`coadapt eval --adapter runs/adapt-x/adapter`)
+        base = read_base(model["adapter"]) if Path(str(model["adapter"])).is_dir() else None
+        if base is not None:
+            model["model"] = base
     cfg = from_mapping(CoadaptConfig, data, where=str(path) if path else "config")
     if cfg.eval.k > MAX_ATTEMPTS:
         raise ConfigError(f"eval.k must be at most {MAX_ATTEMPTS} attempts per instance, got {cfg.eval.k}")

@@ -302,6 +302,32 @@ def test_lora_one_step_moves_adapter_not_base(tiny_dir: Path, screens: list[Obse
         reloaded.save(tmp_path / "merged")
 
 
+def test_adapter_records_its_base_model_and_eval_finds_it(tiny_dir: Path, screens: list[Observation],
+                                                         tmp_path: Path) -> None:
+    from coadapt.config import load_config
+    from coadapt.policy.adapter_record import RECORD_FILE, read_base
+
+    policy = VLMPolicy.load(tiny_dir)
+    policy.add_adapter(LoraSettings(r=4, alpha=8))
+    policy.save_adapter(tmp_path / "adapter")
+    assert read_base(tmp_path / "adapter") == str(tiny_dir.resolve())
+    # `coadapt eval --adapter DIR` with no model named loads the adapter's base; a named model wins
+    assert load_config(None, {"model.adapter": str(tmp_path / "adapter")}).model.model == str(tiny_dir.resolve())
+    named = load_config(None, {"model.adapter": str(tmp_path / "adapter"), "model.model": "default"})
+    assert named.model.model == "default"
+
+    # another base model (a wider one): a ModelLoadError that says which base the adapter needs
+    corpus = [TrivialTask.goal] + [e.text for obs in screens for e in obs.elements if e.text]
+    wide = build_tiny_policy(corpus, TinyVLMConfig(hidden_size=64, num_heads=4, intermediate_size=128))
+    wide.save(tmp_path / "wide")
+    with pytest.raises(ModelLoadError, match=r"trained on .*pass --model"):
+        VLMPolicy.load(tmp_path / "wide", adapter=tmp_path / "adapter")
+
+    (tmp_path / "adapter" / RECORD_FILE).write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="adapter record"):
+        load_config(None, {"model.adapter": str(tmp_path / "adapter")})
+
+
 def test_act_returns_one_action_per_observation(policy: VLMPolicy, screens: list[Observation]) -> None:
     # A random model writes junk; the policy still returns actions (mostly Invalid), never raises.
     actions = policy.act(screens, [TrivialTask.goal] * 3, [[], [], [Tap(index=0)]])

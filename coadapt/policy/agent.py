@@ -53,5 +53,7 @@ def load_policy(spec: str | os.PathLike, *, adapter: str | os.PathLike | None = 
     else:
         path = spec
     policy = VLMPolicy.load(path, adapter=adapter, config=config, device=device, dtype=dtype, trainable=trainable)
+    if str(spec) == "default":
+        policy.source = "default"  # portable: the bundled model wherever coadapt is installed
     name = str(spec) if adapter is None else f"{spec}+{Path(adapter).name}"
     return VLMAgentPolicy(policy, name=name)

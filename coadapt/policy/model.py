@@ -36,6 +36,7 @@ from coadapt.android_env.actions import Action
 from coadapt.android_env.errors import ConfigError
 from coadapt.android_env.observation import Observation
 
+from .adapter_record import read_base, write_base
 from .parser import parse_action
 from .prompt import PolicyInput, PromptConfig, chat_messages, make_inputs
 from .sampling import RowSampler, constrain, constraint_processors, fresh_seeds, step_logprobs
@@ -159,6 +160,8 @@ class VLMPolicy:
         # threads must not run the model at once (rollout workers share one policy).
         self._lock = threading.RLock()
         self._token_bytes: "TokenBytes | None" = None  # built on first constrained call
+        self.source: str | None = None
+        """The model spec it was loaded from (recorded with each saved adapter); None when built in memory."""
 
     @property
     def lock(self) -> threading.RLock:
@@ -192,6 +195,7 @@ class VLMPolicy:
                 relative = model.config.model_type == "qwen2_vl"
                 config = PolicyConfig(coordinates="relative" if relative else "image")
         policy = cls(model, processor, config)
+        policy.source = str(Path(path).resolve()) if Path(path).exists() else str(path)
         if adapter is not None:
             policy.load_adapter(adapter, trainable=trainable)
         return policy
@@ -235,8 +239,10 @@ class VLMPolicy:
         with self._lock:
             try:
                 self.model = PeftModel.from_pretrained(self.model, str(folder), is_trainable=trainable)
-            except (OSError, ValueError) as e:
-                raise ModelLoadError(f"cannot load the adapter at {str(folder)!r}: {e}") from e
+            except (OSError, ValueError, RuntimeError) as e:  # RuntimeError: shapes of another base model
+                base = read_base(folder)
+                hint = f" (it was trained on {base!r}: pass --model {base})" if base and base != self.source else ""
+                raise ModelLoadError(f"cannot load the adapter at {str(folder)!r}{hint}: {str(e)[:500]}") from e
             if not trainable:
                 self.model.eval()
 
@@ -247,6 +253,8 @@ class VLMPolicy:
             raise ConfigError("the policy has no adapter to save; call add_adapter() first")
         with self._lock:
             self.model.save_pretrained(str(folder))
+        if self.source is not None:
+            write_base(folder, self.source)
 
     def load_adapter_weights(self, folder: str | os.PathLike) -> None:
         """Overwrite the current adapter's weights with those saved in `folder` (by `save_adapter`),
