@@ -49,14 +49,20 @@ def main() -> None:
         g = (r.get(which) or {}).get("grounding") or {}
         return "-" if g.get("accuracy") is None else f"{g['accuracy']:.2f}"
 
-    for col in ("app", "base", "adapted", "gain", "ceiling", "step acc. base → adapted", "verifier precision",
+    def ends(r: dict, which: str) -> str:
+        d = r[which].get("declared") or {}
+        return "/".join(str(d.get(k, 0)) for k in ("done", "infeasible", "step_limit"))
+
+    for col in ("app", "base", "adapted", "gain", "ceiling", "step acc. base → adapted",
+                "done/infeasible/limit base → adapted", "verifier precision",
                 "accepted +", "adapt s", "env steps", "peak RSS MB"):
         table.add_column(col, justify="left" if col == "app" else "right")
     for r in rows:
         v = r["verifier"]
         table.add_row(r["app"].removeprefix("com.example."), f"{r['base']['success_rate']:.3f}", f"{r['adapted']['success_rate']:.3f}",
                       f"{r['gain']:+.3f}", f"{r['ceiling']['success_rate']:.3f}" if "ceiling" in r else "-",
-                      f"{steps(r, 'base')} → {steps(r, 'adapted')}", "-" if v["precision"] is None else f"{v['precision']:.2f}",
+                      f"{steps(r, 'base')} → {steps(r, 'adapted')}", f"{ends(r, 'base')} → {ends(r, 'adapted')}",
+                      "-" if v["precision"] is None else f"{v['precision']:.2f}",
                       str(v["accepted_positive"]), f"{r['adapt_wall_clock_s']:.0f}", str(r["env_steps"]),
                       f"{r['peak_rss_mb']:.0f}")
     if rows:
@@ -65,7 +71,7 @@ def main() -> None:
         table.add_row("mean", f"{mean(lambda r: r['base']['success_rate']):.3f}",
                       f"{mean(lambda r: r['adapted']['success_rate']):.3f}", f"{mean(lambda r: r['gain']):+.3f}",
                       f"{mean(lambda r: r['ceiling']['success_rate']):.3f}" if all("ceiling" in r for r in rows) else "-",
-                      "", "", "", f"{mean(lambda r: r['adapt_wall_clock_s']):.0f}", f"{mean(lambda r: r['env_steps']):.0f}",
+                      "", "", "", "", f"{mean(lambda r: r['adapt_wall_clock_s']):.0f}", f"{mean(lambda r: r['env_steps']):.0f}",
                       f"{max(r['peak_rss_mb'] for r in rows):.0f}")
     Console(width=max(120, Console().width)).print(table)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -115,7 +115,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     settings = rollout_settings(cfg.devices)
     model_judge = ModelJudge(agents.policy) if cfg.model.model != "default" else None
     features = FeatureJudge(FeatureJudge.load(Path(a.judge_weights)) if a.judge_weights else None)
-    verifier = Verifier(features, model_judge, votes=a.judge_votes)
+    verifier = Verifier(features, model_judge, votes=a.judge_votes, judge_infeasible=a.judge_infeasible)
     train_cards, check_cards = adapt_cards(package, a.seed, a.instances_per_template)
     eval_tasks = instances(package, "eval", a.seed, a.eval_instances)
     eval_cards = [TaskCard.from_template(t, k) for k, t in eval_tasks.items()]

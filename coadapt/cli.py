@@ -451,13 +451,15 @@ def adapt(
             result = run_adapt_job(package, cfg, folder, report=report, ablations=ablations, ceiling=ceiling,
                                    progress=progress, hosts=hosts)
     table = Table(title=f"adapt {package}")
-    for col in ("", "success", "episodes", "mean steps", "step accuracy"):
+    for col in ("", "success", "episodes", "mean steps", "ended done / infeasible / at limit", "step accuracy"):
         table.add_column(col, justify="left" if not col else "right")
     for name in ("base", "adapted", "ceiling"):
         if name in result:
             r = result[name]
             g = (r.get("grounding") or {}).get("accuracy")
+            ends = r.get("declared") or {}
             table.add_row(name, f"{r['success_rate']:.3f}", str(r["n_episodes"]), f"{r['mean_steps']:.1f}",
+                          " / ".join(str(ends.get(k, 0)) for k in ("done", "infeasible", "step_limit")),
                           "-" if g is None else f"{g:.2f}")
     console.print(table)
     passes = [r for r in result["rounds"] if r.get("kind") == "consolidate"]
@@ -624,6 +626,12 @@ def verifier_train(
         for threshold, q in data.get(key, {}).items():
             console.print(f"  p >= {threshold}: precision {q['precision']} on {q['accepted_positive']} accepted "
                           f"positives, recall {q['recall']}")
+    c = data.get("infeasible_claims")
+    if c:
+        console.print(f"claims of infeasibility, made on every attempt ({c['right']} of {c['claims']} right; "
+                      f"{c['real_claims']} made by the policy): AUC {c['auc']}, p >= {c['threshold']} accepts "
+                      f"{c['accepted']} ({c['accepted_right']} right). `adapt.judge_infeasible` is off by default: "
+                      "such claims get no label")
     console.print(f"weights: {out or WEIGHTS_FILE}")
 
 

@@ -12,7 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from coadapt.adapt.verifier import FEATURES, WEIGHTS_FILE, FeatureJudge, fit_logistic, observation_checks
+from coadapt.adapt.verifier import (FEATURES, WEIGHTS_FILE, FeatureJudge, as_infeasible_claim, fit_logistic,
+                                    observation_checks)
 from coadapt.adaptation import instances
 from coadapt.android_env.actions import Action, Done
 from coadapt.android_env.observation import Observation
@@ -120,9 +121,39 @@ def fit_and_write(rows: list[tuple[list[float], float, str]], out: Path, folds: 
     data = {"features": list(FEATURES), "weights": w_all, "episodes": len(rows),
             "positives": int(sum(y for _, y, _ in rows)), "cut_short": sum("~cut" in k for _, _, k in rows), **about,
             "quality_on_held_out_templates": quality,
-            "quality_on_held_out_apps": held_out_app_quality(rows, thresholds)}
+            "quality_on_held_out_apps": held_out_app_quality(rows, thresholds),
+            "infeasible_claims": infeasible_claim_quality(rows, [set(names[f::folds]) for f in range(folds)])}
     out.write_text(json.dumps(data, indent=1) + "\n")
     return data
+
+
+def infeasible_claim_quality(rows: list[tuple[list[float], float, str]], held_sets: list[set[str]],
+                             threshold: float = 0.85, kinds: dict[str, str] | None = None) -> dict[str, Any]:
+    """How the judge (fitted on the real attempts, templates held out) scores claims of infeasibility
+    when they are made everywhere: every attempt that did not declare infeasible is also scored as
+    if it had. The labels are exact by the checkers' rule: such a claim succeeds iff the task is of
+    the infeasible kind. An adapting policy can make these claims anywhere; the real attempts alone
+    hold only the bundled policy's claims, which it makes where they are right."""
+    kinds = {t.name: t.kind for app in SEEN_APPS for t in templates_for_app(app)} if kinds is None else kinds
+    i_inf = FEATURES.index("infeasible")
+    template = lambda k: k.split("#")[0]  # noqa: E731
+    claims = [(x, y, k) for x, y, k in rows if x[i_inf] == 1.0]
+    claims += [(as_infeasible_claim(x), float(kinds.get(template(k)) == "infeasible"), k)
+               for x, _, k in rows if x[i_inf] != 1.0 and template(k) in kinds]
+    scored: list[tuple[float, float]] = []
+    for held in held_sets:
+        train = [(x, y) for x, y, k in rows if template(k) not in held]
+        judge = FeatureJudge(fit_logistic([x for x, _ in train], [y for _, y in train]))
+        scored += [(judge.p_vector(x), y) for x, y, k in claims if template(k) in held]
+    right = [p for p, y in scored if y == 1.0]
+    wrong = [p for p, y in scored if y == 0.0]
+    auc = (sum((a > b) + 0.5 * (a == b) for a in right for b in wrong) / (len(right) * len(wrong))
+           if right and wrong else None)
+    accepted = [y for p, y in scored if p >= threshold]
+    return {"claims": len(scored), "right": len(right), "real_claims": sum(1 for x, _, _ in rows if x[i_inf] == 1.0),
+            "auc": None if auc is None else round(auc, 4), "threshold": threshold, "accepted": len(accepted),
+            "accepted_right": int(sum(accepted)),
+            "precision": round(sum(accepted) / len(accepted), 4) if accepted else None}
 
 
 def app_of_template() -> dict[str, str]:

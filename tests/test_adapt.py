@@ -82,6 +82,20 @@ def test_checks_see_a_success_and_not_a_shortcut(oracle_trajs):
         assert bad.values["entities_new"] == 0 and bad.values["changed"] == 0 and bad.progress < good.progress
 
 
+def test_infeasible_claims_get_no_label_unless_asked(oracle_trajs):
+    """An attempt that declares the task infeasible shows nothing a judge can check: by default the
+    verifier gives it no label (the gate drops it); `judge_infeasible` lets the judges score it."""
+    from coadapt.adapt.verifier import FeatureJudge, Verifier
+
+    traj = oracle_trajs[0]
+    claim = type(traj)(traj.card, steps=traj.steps, final_obs=traj.final_obs, declared="infeasible")
+    default, judged = Verifier(FeatureJudge()), Verifier(FeatureJudge(), judge_infeasible=True)
+    assert default(claim).p is None and default(claim).checks["infeasible"] == 1.0
+    assert gate_attempt(default(claim), GateSettings(True, 0.85, 0.25)) == "dropped_uncertain"
+    assert judged(claim).p is not None
+    assert default(traj).p == judged(traj).p is not None  # a done claim is judged either way
+
+
 def test_gate():
     s = GateSettings(True, 0.75, 0.25)
     assert gate_attempt(Verdict(0.9, 1.0), s) == "accepted_positive"
@@ -316,6 +330,31 @@ def test_judge_fit_from_saved_rows(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         FeatureJudge.load(tmp_path / "missing.json")
     assert judge.p_vector(rows[1]["x"]) > 0.9 > 0.1 > judge.p_vector(rows[0]["x"])
+
+
+def test_infeasible_claim_quality_counts_claims_made_everywhere():
+    """A judge fitted on attempts where infeasibility was only ever claimed rightly accepts the claim
+    anywhere: scored as if every attempt had made it, most accepted claims are wrong."""
+    import random
+
+    from coadapt.adapt.verifier import FEATURES
+    from coadapt.judge_training import infeasible_claim_quality
+
+    rng = random.Random(0)
+    rows = []
+    for i in range(420):
+        t = i % 7  # T0 is the infeasible template: its attempts claim so, rightly
+        x = [1.0] + [rng.random() * 0.3 for _ in FEATURES[1:]]
+        x[FEATURES.index("infeasible")] = float(t == 0)
+        x[FEATURES.index("done")] = float(t != 0)
+        success = float(t == 0 or i % 2)
+        x[FEATURES.index("done_x_new")] = (t != 0) * success * 0.9
+        rows.append((x, success, f"T{t}#{i}"))
+    kinds = {f"T{t}": "infeasible" if t == 0 else "entry" for t in range(7)}
+    held = [{"T0", "T3"}, {"T1", "T4"}, {"T2", "T5", "T6"}]
+    q = infeasible_claim_quality(rows, held, kinds=kinds)
+    assert q["real_claims"] == 60 and q["claims"] == 420 and q["right"] == 60
+    assert q["accepted"] >= 250 and q["precision"] <= 0.25  # the 60 right ones among them
 
 
 def test_shipped_root_config_holds_the_defaults():

@@ -45,6 +45,11 @@ class AdaptConfig:
     relabelled); later rounds' confident positives become "no label", their negatives still count.
     The judge's precision is measured on the unadapted policy's attempts only: an adapted policy
     drifts to where it was never measured (0: every round)."""
+    judge_infeasible: bool = False
+    """Let the judges score attempts that end by declaring the task infeasible. Off: such an attempt
+    gets no label (never a positive, never a negative). Its screens cannot show that a task is
+    impossible, and on seen apps the judge tells right claims from wrong ones no better than chance
+    (docs/adapt.md, "Infeasible claims"), while accepting nearly every one."""
     turn_credit: bool = True
     """Reverse-turn credit: each turn's advantage is weighted by what followed it; turns that changed
     nothing get no positive credit."""

@@ -77,6 +77,16 @@ FEATURES = ("bias", "done", "infeasible", "step_limit", "entities_final", "entit
             "done_x_entities", "done_x_new", "done_x_changed")
 
 
+def as_infeasible_claim(x: Sequence[float]) -> list[float]:
+    """The check values of the same attempt had it ended by declaring the task infeasible (same
+    screens, same actions): what `observation_checks` gives with `declared == "infeasible"`."""
+    out = list(x)
+    for name, value in (("done", 0.0), ("infeasible", 1.0), ("step_limit", 0.0), ("done_unchanged", 0.0),
+                        ("done_x_entities", 0.0), ("done_x_new", 0.0), ("done_x_changed", 0.0)):
+        out[FEATURES.index(name)] = value
+    return out
+
+
 @dataclass(frozen=True)
 class Checks:
     """Observation checks of one attempt (each in [0, 1]) and the progress score they imply."""
@@ -192,15 +202,21 @@ JudgeFn = Callable[[Trajectory, int], "Sequence[float | None]"]
 
 
 class Verifier:
-    """Combines the feature judge with an optional model judge (mean of the judges that spoke)."""
+    """Combines the feature judge with an optional model judge (mean of the judges that spoke).
+    Unless `judge_infeasible`, an attempt that declared the task infeasible gets no label: nothing
+    on its screens can show a task is impossible."""
 
-    def __init__(self, features: FeatureJudge | None = None, model_judge: JudgeFn | None = None, votes: int = 4):
+    def __init__(self, features: FeatureJudge | None = None, model_judge: JudgeFn | None = None, votes: int = 4,
+                 judge_infeasible: bool = False):
         self.features = features
         self.model_judge = model_judge
         self.votes = votes
+        self.judge_infeasible = judge_infeasible
 
     def __call__(self, traj: Trajectory) -> Verdict:
         checks = observation_checks(traj)
+        if traj.declared == "infeasible" and not self.judge_infeasible:
+            return Verdict(None, checks.progress, (), checks.values)
         opinions: list[float] = []
         record: list[tuple[str, int, float]] = []
         if self.features is not None:
