@@ -381,6 +381,50 @@ def test_trainer_skips_tokens_the_constrained_decoder_cannot_emit(oracle_trajs, 
     assert all(torch.isfinite(p).all() for p in policy.model.parameters())
 
 
+def test_an_anchor_holds_an_unlabelled_claim_where_imitation_moves_it(oracle_trajs, one_thread):
+    """Imitating `done` on a screen moves the odds of claiming infeasible there; the claim's turn
+    as a KL-only anchor keeps them near the reference, and gives no gradient at the reference."""
+    from coadapt.adapt.trainer import LoraTrainer, TrainSample
+    from coadapt.policy.agent import BUNDLED_MODEL, load_policy
+    from coadapt.policy.prompt import PolicyInput
+
+    obs = oracle_trajs[0].steps[0].obs
+    inp = PolicyInput(obs, "Open the first note", ())
+
+    def claim_logp(policy) -> float:
+        ids = tuple(policy.target_ids("infeasible"))
+        with torch.no_grad():
+            logp, mask = policy.score_batch(policy.collate([policy.prepare(inp, ids)]), [inp])
+        return float(logp[0][mask[0].bool()].sum())
+
+    after = {}
+    for weight in (0.0, 50.0):
+        policy = load_policy(BUNDLED_MODEL).policy
+        claim = TrainSample(inp, tuple(policy.target_ids("infeasible")), (), 0.0, anchor=True)
+        done = TrainSample(inp, tuple(policy.target_ids("done")), (), 0.0, imitate=True)
+        trainer = LoraTrainer(policy, AdaptConfig(epochs=6, batch_size=4, anchor_weight=weight, seed=0))
+        before = claim_logp(policy)
+        first = trainer.update([claim])  # at the reference (a fresh adapter is the identity) nothing moves
+        assert first["optimizer_steps"] == 6 and first["anchor"] == pytest.approx(0.0, abs=1e-6)
+        assert first["pg"] == 0.0 and first["sft"] == 0.0
+        assert claim_logp(policy) == pytest.approx(before, abs=1e-4)
+        trainer.update([done, done, done, claim])
+        after[weight] = claim_logp(policy) - before
+    assert abs(after[0.0]) > 1.0, after  # imitating another action moves the claim's odds
+    assert abs(after[50.0]) < abs(after[0.0]) / 4, after  # the anchor holds them near the reference
+
+
+def test_only_unlabelled_claims_become_anchors_of_their_last_turn(oracle_trajs):
+    traj = oracle_trajs[0]
+    claim = type(traj)(traj.card, steps=traj.steps, final_obs=traj.final_obs, declared="infeasible")
+    assert adapt_loop.unlabelled_claim(claim, Verdict(None, 0.0, (), {}))
+    assert not adapt_loop.unlabelled_claim(claim, Verdict(0.9, 0.0, (), {}))  # judged: it has a label
+    assert not adapt_loop.unlabelled_claim(traj, Verdict(None, 0.0, (), {}))  # ended with done
+    (anchor,) = adapt_loop.anchor_samples(claim)
+    assert anchor.anchor and not anchor.imitate and anchor.advantage == 0.0
+    assert anchor.token_ids == traj.steps[-1].decision.token_ids and anchor.inp.goal == traj.goal
+
+
 def test_judge_quality_on_held_out_apps_shows_a_rule_that_does_not_transfer():
     import random
 

@@ -50,6 +50,10 @@ class AdaptConfig:
     gets no label (never a positive, never a negative). Its screens cannot show that a task is
     impossible, and on seen apps the judge tells right claims from wrong ones no better than chance
     (docs/adapt.md, "Infeasible claims"), while accepting nearly every one."""
+    anchor_weight: float = 0.0
+    """Weight of a KL-to-reference term on the last turn of attempts left without a label because
+    they declared the task infeasible: the claim is neither learnt nor unlearnt, where imitating
+    paths that all end in `done` would otherwise wear it away (0: off)."""
     turn_credit: bool = True
     """Reverse-turn credit: each turn's advantage is weighted by what followed it; turns that changed
     nothing get no positive credit."""
@@ -140,6 +144,7 @@ class AdaptConfig:
         need(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
         need(0 < self.clip < 1, f"clip must be in (0, 1), got {self.clip}")
         need(self.kl_weight >= 0, f"kl_weight must be >= 0, got {self.kl_weight}")
+        need(self.anchor_weight >= 0, f"anchor_weight must be >= 0, got {self.anchor_weight}")
         need(self.max_minutes > 0, f"max_minutes must be > 0, got {self.max_minutes}")
         need(self.eval_instances >= 1, f"eval_instances must be >= 1, got {self.eval_instances}")
         need(self.grounding_instances >= 0, f"grounding_instances must be >= 0, got {self.grounding_instances}")

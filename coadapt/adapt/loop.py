@@ -117,10 +117,24 @@ def demo_samples(agents: VLMAgentPolicy, pool: DevicePool, proposals: Sequence[P
     return out
 
 
+def anchor_samples(traj: Trajectory, memory: str = "") -> list[TrainSample]:
+    """The last turn of an unlabelled claim of infeasibility, as a KL-only anchor (see AdaptConfig.anchor_weight)."""
+    if not traj.steps:
+        return []
+    s = traj.steps[-1]
+    return [TrainSample(PolicyInput(s.obs, traj.goal, s.decision.history, memory), s.decision.token_ids,
+                        s.decision.logprobs, 0.0, anchor=True)]
+
+
+def unlabelled_claim(traj: Trajectory, verdict: Verdict) -> bool:
+    """An attempt that declared the task infeasible and that the verifier left without a label."""
+    return traj.declared == "infeasible" and verdict.p is None and not traj.infra_error
+
+
 def positive_samples(store: RunStore, history: Sequence[dict[str, Any]], cards: Sequence[TaskCard],
                      memory: str = "") -> list[TrainSample]:
     """Imitation samples of every verified positive the rounds recorded (accepted attempts, and
-    relabelled ones told as the goal they achieved), rebuilt from the run store."""
+    relabelled ones told as the goal they achieved), and the rounds' anchors, rebuilt from the run store."""
     by_key = {c.key: c for c in cards}
     out: list[TrainSample] = []
     for h in history:
@@ -130,6 +144,10 @@ def positive_samples(store: RunStore, history: Sequence[dict[str, Any]], cards: 
                 continue
             traj = load_trajectory(store, episode_id, card.replace(goal=goal))
             out += train_samples(traj, [0.0] * len(traj.steps), imitate=True, memory=memory)
+        for episode_id, key in h.get("anchors", ()):
+            card = by_key.get(key)
+            if card is not None:
+                out += anchor_samples(load_trajectory(store, episode_id, card), memory)
     return out
 
 
@@ -285,6 +303,9 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             store.update_episode(t.episode_id, gate=d, advantage=a, reward=reward)
             store.set_step_advantages(t.episode_id, per_step, d)
             samples += train_samples(t, per_step, imitate=positive, memory=memory)
+        anchored = [t for t, v in zip(trajs, verdicts) if cfg.anchor_weight > 0 and unlabelled_claim(t, v)]
+        for t in anchored:
+            samples += anchor_samples(t, memory)
         for t, _ in relabels:  # imitation only: their tokens were sampled for another goal
             samples += train_samples(t, [0.0] * len(t.steps), imitate=True, memory=memory)
             positives.append((t.episode_id, t.card.key.split("~")[0], t.goal))
@@ -316,7 +337,8 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             "env_steps": sum(len(t.steps) for t in trajs), "check": score, "best_check": best, "kept": kept,
             "seconds": round(time.monotonic() - t_round, 1), "train_seconds": train_seconds,
             "check_seconds": check_seconds, **{f"train_{k}": v for k, v in metrics.items()},
-            "positives": positives,
+            "positives": positives, "anchored": len(anchored),
+            "anchors": [(t.episode_id, t.card.key) for t in anchored],
         }
         summary["verifier"] = [(t.episode_id, v.p, d) for t, v, d in zip(trajs, verdicts, decisions)]
         store.finish_round(PHASE, r, status="finished" if kept else "rolled_back", adapter="adapter",

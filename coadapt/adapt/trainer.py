@@ -28,6 +28,9 @@ class TrainSample:
     """Policy-gradient weight of this turn (0: imitation only)."""
     imitate: bool = False
     """An accepted positive: also trained on with the supervised term."""
+    anchor: bool = False
+    """An unlabelled turn held where the reference policy has it: only a KL term, weighted by
+    cfg.anchor_weight (see AdaptConfig.anchor_weight)."""
 
 
 class LoraTrainer:
@@ -56,7 +59,7 @@ class LoraTrainer:
                  for s in samples]
         refs = self._reference(samples, parts)
         rng = random.Random(seed)
-        totals = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "pg": 0.0, "sft": 0.0}
+        totals = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "pg": 0.0, "sft": 0.0, "anchor": 0.0}
         steps = 0
         order = list(range(len(samples)))
         for _ in range(cfg.epochs):
@@ -94,7 +97,7 @@ class LoraTrainer:
     def _loss(self, batch: Sequence[TrainSample], refs: Sequence[torch.Tensor], logp: torch.Tensor,
               mask: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
         cfg = self.cfg
-        pg_terms, kl_terms, sft_terms = [], [], []
+        pg_terms, kl_terms, sft_terms, anchor_terms = [], [], [], []
         clipped = 0.0
         for row, s in enumerate(batch):
             m = mask[row].bool()
@@ -111,21 +114,26 @@ class LoraTrainer:
                 old = new.detach()
             ref = refs[row][: len(finite)][finite] if not bool(finite.all()) else refs[row][: len(new)]
             ref = torch.where(torch.isfinite(ref), ref, new.detach())
+            diff = ref - new
+            kl_row = (torch.exp(diff) - diff - 1).mean()  # k3 estimator of KL(new || ref)
+            if s.anchor:  # no label: held at the reference, no policy-gradient or supervised term
+                anchor_terms.append(kl_row)
+                continue
+            kl_terms.append(kl_row)
             ratio = torch.exp(new - old)
             a = torch.full_like(new, s.advantage)
             surrogate = torch.minimum(ratio * a, torch.clamp(ratio, 1 - cfg.clip, 1 + cfg.clip) * a)
             pg_terms.append(-surrogate.mean())
             clipped += float(((ratio - 1).abs() > cfg.clip).float().mean())
-            diff = ref - new
-            kl_terms.append((torch.exp(diff) - diff - 1).mean())  # k3 estimator of KL(new || ref)
             if s.imitate and cfg.self_imitation > 0:
                 sft_terms.append(-new.mean())
-        if not pg_terms:  # nothing learnable in this batch
+        if not pg_terms and not anchor_terms:  # nothing learnable in this batch
             zero = logp.sum() * 0.0
-            return zero, {"loss": 0.0, "pg": 0.0, "kl": 0.0, "sft": 0.0, "clipped": 0.0}
-        pg = torch.stack(pg_terms).mean()
-        kl = torch.stack(kl_terms).mean()
+            return zero, {"loss": 0.0, "pg": 0.0, "kl": 0.0, "sft": 0.0, "anchor": 0.0, "clipped": 0.0}
+        pg = torch.stack(pg_terms).mean() if pg_terms else torch.zeros(())
+        kl = torch.stack(kl_terms).mean() if kl_terms else torch.zeros(())
         sft = torch.stack(sft_terms).mean() if sft_terms else torch.zeros(())
-        loss = pg + cfg.kl_weight * kl + cfg.self_imitation * sft
+        anchor = torch.stack(anchor_terms).mean() if anchor_terms else torch.zeros(())
+        loss = pg + cfg.kl_weight * kl + cfg.self_imitation * sft + cfg.anchor_weight * anchor
         return loss, {"loss": loss.item(), "pg": pg.item(), "kl": kl.item(), "sft": sft.item(),
-                      "clipped": clipped / len(batch)}
+                      "anchor": anchor.item(), "clipped": clipped / len(batch)}
