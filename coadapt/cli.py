@@ -631,7 +631,7 @@ def verifier_train(
     if c:
         console.print(f"claims of infeasibility, made on every attempt ({c['right']} of {c['claims']} right; "
                       f"{c['real_claims']} made by the policy): AUC {c['auc']}, p >= {c['threshold']} accepts "
-                      f"{c['accepted']} ({c['accepted_right']} right). `adapt.judge_infeasible` is off by default: "
+                      f"{c['accepted']} ({c['accepted_right']} right). With `adapt.judge_infeasible: false` "
                       "such claims get no label")
     console.print(f"weights: {out or WEIGHTS_FILE}")
 

@@ -82,18 +82,19 @@ def test_checks_see_a_success_and_not_a_shortcut(oracle_trajs):
         assert bad.values["entities_new"] == 0 and bad.values["changed"] == 0 and bad.progress < good.progress
 
 
-def test_infeasible_claims_get_no_label_unless_asked(oracle_trajs):
-    """An attempt that declares the task infeasible shows nothing a judge can check: by default the
-    verifier gives it no label (the gate drops it); `judge_infeasible` lets the judges score it."""
+def test_infeasible_claims_get_no_label_when_asked(oracle_trajs):
+    """An attempt that declares the task infeasible shows nothing a judge can check: with
+    `judge_infeasible` off the verifier gives it no label (the gate drops it); by default the
+    judges score it."""
     from coadapt.adapt.verifier import FeatureJudge, Verifier
 
     traj = oracle_trajs[0]
     claim = type(traj)(traj.card, steps=traj.steps, final_obs=traj.final_obs, declared="infeasible")
-    default, judged = Verifier(FeatureJudge()), Verifier(FeatureJudge(), judge_infeasible=True)
-    assert default(claim).p is None and default(claim).checks["infeasible"] == 1.0
-    assert gate_attempt(default(claim), GateSettings(True, 0.85, 0.25)) == "dropped_uncertain"
-    assert judged(claim).p is not None
-    assert default(traj).p == judged(traj).p is not None  # a done claim is judged either way
+    unlabelled, judged = Verifier(FeatureJudge(), judge_infeasible=False), Verifier(FeatureJudge())
+    assert unlabelled(claim).p is None and unlabelled(claim).checks["infeasible"] == 1.0
+    assert gate_attempt(unlabelled(claim), GateSettings(True, 0.85, 0.25)) == "dropped_uncertain"
+    assert judged(claim).p is not None and AdaptConfig().judge_infeasible
+    assert unlabelled(traj).p == judged(traj).p is not None  # a done claim is judged either way
 
 
 def test_gate():

@@ -45,15 +45,17 @@ class AdaptConfig:
     relabelled); later rounds' confident positives become "no label", their negatives still count.
     The judge's precision is measured on the unadapted policy's attempts only: an adapted policy
     drifts to where it was never measured (0: every round)."""
-    judge_infeasible: bool = False
+    judge_infeasible: bool = True
     """Let the judges score attempts that end by declaring the task infeasible. Off: such an attempt
     gets no label (never a positive, never a negative). Its screens cannot show that a task is
-    impossible, and on seen apps the judge tells right claims from wrong ones no better than chance
-    (docs/adapt.md, "Infeasible claims"), while accepting nearly every one."""
+    impossible, and on seen apps the judge would accept such a claim on nearly any attempt; but
+    adapting two seen apps without the labels erased the policy's right claims and cost more success
+    than it saved (docs/adapt.md, "Infeasible claims"), so the judges score them by default."""
     anchor_weight: float = 0.0
-    """Weight of a KL-to-reference term on the last turn of attempts left without a label because
-    they declared the task infeasible: the claim is neither learnt nor unlearnt, where imitating
-    paths that all end in `done` would otherwise wear it away (0: off)."""
+    """With judge_infeasible off: weight of a KL-to-reference term on the last turn of attempts left
+    without a label because they declared the task infeasible, so imitating paths that all end in
+    `done` does not wear the claim away (0: off; on two seen apps it held some claims and did not
+    hold success, docs/adapt.md)."""
     turn_credit: bool = True
     """Reverse-turn credit: each turn's advantage is weighted by what followed it; turns that changed
     nothing get no positive credit."""

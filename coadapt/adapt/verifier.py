@@ -203,11 +203,11 @@ JudgeFn = Callable[[Trajectory, int], "Sequence[float | None]"]
 
 class Verifier:
     """Combines the feature judge with an optional model judge (mean of the judges that spoke).
-    Unless `judge_infeasible`, an attempt that declared the task infeasible gets no label: nothing
-    on its screens can show a task is impossible."""
+    With `judge_infeasible` off, an attempt that declared the task infeasible gets no label:
+    nothing on its screens can show a task is impossible."""
 
     def __init__(self, features: FeatureJudge | None = None, model_judge: JudgeFn | None = None, votes: int = 4,
-                 judge_infeasible: bool = False):
+                 judge_infeasible: bool = True):
         self.features = features
         self.model_judge = model_judge
         self.votes = votes
