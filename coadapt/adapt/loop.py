@@ -119,11 +119,8 @@ def demo_samples(agents: VLMAgentPolicy, pool: DevicePool, proposals: Sequence[P
 
 def anchor_samples(traj: Trajectory, memory: str = "") -> list[TrainSample]:
     """The last turn of an unlabelled claim of infeasibility, as a KL-only anchor (see AdaptConfig.anchor_weight)."""
-    if not traj.steps:
-        return []
-    s = traj.steps[-1]
-    return [TrainSample(PolicyInput(s.obs, traj.goal, s.decision.history, memory), s.decision.token_ids,
-                        s.decision.logprobs, 0.0, anchor=True)]
+    last = train_samples(traj, [0.0] * len(traj.steps), imitate=False, memory=memory)[-1:]
+    return [dataclasses.replace(s, anchor=True) for s in last]
 
 
 def unlabelled_claim(traj: Trajectory, verdict: Verdict) -> bool:
