@@ -435,7 +435,8 @@ def adapt(
                 line = (f"round {d['round'] + 1}: self-verified {d['self_verified_success']:.2f}, accepted "
                         f"+{d['accepted_positive']}/-{d['accepted_negative']}, relabelled {d['relabelled_positive']}, "
                         + (f"untrusted +{d['untrusted_positive']}, " if not d.get("trusted", True) else "")
-                        + (f"anchored {d['anchored']}, " if d.get("anchored") else "") +
+                        + (f"anchored {d['anchored']}, " if d.get("anchored") else "")
+                        + (f"held {d['preserved']} turns, " if d.get("preserved") else "") +
                         f"check {d['check']:.3f} ({'kept' if d['kept'] else 'rolled back'}), {d['seconds']:.0f} s")
                 bar.console.print(line)
             elif event == "start" and d.get("done"):

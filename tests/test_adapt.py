@@ -198,6 +198,12 @@ def test_adapt_runs_behind_the_firewall_and_reports(adapted):
     assert {e.gate for e in adapt_eps} <= {"accepted_positive", "accepted_negative", "dropped_uncertain",
                                           "dropped_flat_group", "dropped_infra"}
     assert store.verdicts(adapt_eps[0].id)
+    # turns that taught nothing are held at the reference: suite-goal attempts without a gradient
+    first = report["rounds"][0]
+    held = {e.id: e for e in adapt_eps}
+    assert first["preserved"] == len(first["preserve"]) <= TINY.preserve_turns
+    assert all(not held[e].key.startswith("proposed/") and held[e].gate != "accepted_positive"
+               for e, _, _ in first["preserve"])
     # self-proposed tasks from the exploration joined the round, judged by their own expectation
     assert report["explore"]["proposals"] == report["rounds"][0]["proposed_cards"] > 0
     assert report["rounds"][0]["demo_samples"] > 0
@@ -382,9 +388,11 @@ def test_trainer_skips_tokens_the_constrained_decoder_cannot_emit(oracle_trajs, 
     assert all(torch.isfinite(p).all() for p in policy.model.parameters())
 
 
-def test_an_anchor_holds_an_unlabelled_claim_where_imitation_moves_it(oracle_trajs, one_thread):
-    """Imitating `done` on a screen moves the odds of claiming infeasible there; the claim's turn
-    as a KL-only anchor keeps them near the reference, and gives no gradient at the reference."""
+@pytest.mark.parametrize("kind", ["anchor", "preserve"])
+def test_a_kl_only_turn_holds_its_odds_where_imitation_moves_them(oracle_trajs, one_thread, kind):
+    """Imitating `done` on a screen moves the odds of another answer there (an unlabelled claim of
+    infeasibility, or any turn that taught nothing); that turn as a KL-only sample keeps them near
+    the reference, and gives no gradient at the reference."""
     from coadapt.adapt.trainer import LoraTrainer, TrainSample
     from coadapt.policy.agent import BUNDLED_MODEL, load_policy
     from coadapt.policy.prompt import PolicyInput
@@ -401,18 +409,53 @@ def test_an_anchor_holds_an_unlabelled_claim_where_imitation_moves_it(oracle_tra
     after = {}
     for weight in (0.0, 50.0):
         policy = load_policy(BUNDLED_MODEL).policy
-        claim = TrainSample(inp, tuple(policy.target_ids("infeasible")), (), 0.0, anchor=True)
+        claim = TrainSample(inp, tuple(policy.target_ids("infeasible")), (), 0.0, **{kind: True})
         done = TrainSample(inp, tuple(policy.target_ids("done")), (), 0.0, imitate=True)
-        trainer = LoraTrainer(policy, AdaptConfig(epochs=6, batch_size=4, anchor_weight=weight, seed=0))
+        trainer = LoraTrainer(policy, AdaptConfig(epochs=6, batch_size=4, seed=0, **{f"{kind}_weight": weight}))
         before = claim_logp(policy)
         first = trainer.update([claim])  # at the reference (a fresh adapter is the identity) nothing moves
-        assert first["optimizer_steps"] == 6 and first["anchor"] == pytest.approx(0.0, abs=1e-6)
+        assert first["optimizer_steps"] == 6 and first[kind] == pytest.approx(0.0, abs=1e-6)
         assert first["pg"] == 0.0 and first["sft"] == 0.0
         assert claim_logp(policy) == pytest.approx(before, abs=1e-4)
         trainer.update([done, done, done, claim])
         after[weight] = claim_logp(policy) - before
     assert abs(after[0.0]) > 1.0, after  # imitating another action moves the claim's odds
-    assert abs(after[50.0]) < abs(after[0.0]) / 4, after  # the anchor holds them near the reference
+    assert abs(after[50.0]) < abs(after[0.0]) / 4, after  # the KL-only turn holds them near the reference
+
+
+def test_only_turns_that_taught_nothing_are_preserved(oracle_trajs):
+    from coadapt.adapt.gate import ACCEPTED_NEGATIVE, ACCEPTED_POSITIVE, DROPPED_FLAT, DROPPED_UNCERTAIN
+
+    trajs = list(oracle_trajs[:3])
+    flat, negative, positive = trajs
+    picks = adapt_loop.preserve_picks(trajs, [None, -1.0, 1.0], [DROPPED_FLAT, ACCEPTED_NEGATIVE, ACCEPTED_POSITIVE],
+                                      set(), 1000, seed=0)
+    assert picks == [(flat.episode_id, flat.card.key, i) for i in range(len(flat.steps))]
+    # a positive without an advantage (a flat group of successes) and a skipped attempt stay out
+    assert adapt_loop.preserve_picks([flat, positive], [None, None], [DROPPED_UNCERTAIN, ACCEPTED_POSITIVE],
+                                     {flat.episode_id}, 1000, seed=0) == []
+    some = adapt_loop.preserve_picks(trajs, [None] * 3, [DROPPED_FLAT] * 3, set(), 2, seed=5)
+    assert len(some) == 2 and some == adapt_loop.preserve_picks(trajs, [None] * 3, [DROPPED_FLAT] * 3, set(), 2, seed=5)
+    (sample,) = adapt_loop.preserve_samples(flat, [0])
+    assert sample.preserve and not sample.imitate and not sample.anchor and sample.advantage == 0.0
+    assert sample.token_ids == flat.steps[0].decision.token_ids and sample.inp.goal == flat.goal
+
+
+def test_an_answer_holding_a_vision_token_is_not_trained_on(oracle_trajs, one_thread):
+    """A sampled answer of an untrained model can hold an image placeholder token, which the model
+    would read as an image position: such a turn is left out, the rest trains."""
+    from coadapt.adapt.trainer import LoraTrainer, TrainSample
+    from coadapt.policy.agent import BUNDLED_MODEL, load_policy
+    from coadapt.policy.prompt import PolicyInput
+
+    policy = load_policy(BUNDLED_MODEL).policy
+    inp = PolicyInput(oracle_trajs[0].steps[0].obs, "Open the first note", ())
+    pad = policy.model.config.image_token_id
+    bad = TrainSample(inp, (*policy.target_ids("back")[:-1], pad, policy.end_id), (), 0.0, preserve=True)
+    fine = TrainSample(inp, tuple(policy.target_ids("back")), (), 0.0, imitate=True)
+    assert not policy.scorable(bad.token_ids) and policy.scorable(fine.token_ids)
+    metrics = LoraTrainer(policy, AdaptConfig(epochs=1, batch_size=2)).update([bad, fine])
+    assert metrics["samples"] == 1 and metrics["optimizer_steps"] == 1
 
 
 def test_only_unlabelled_claims_become_anchors_of_their_last_turn(oracle_trajs):

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import logging
 import math
+import random
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -123,6 +124,23 @@ def anchor_samples(traj: Trajectory, memory: str = "") -> list[TrainSample]:
     return [dataclasses.replace(s, anchor=True) for s in last]
 
 
+def preserve_picks(trajs: Sequence[Trajectory], advantages: Sequence[float | None], decisions: Sequence[str],
+                   skip: set[int], n: int, seed: int) -> list[tuple[int, str, int]]:
+    """Up to `n` turns, drawn at random, of attempts that teach nothing this round (no advantage,
+    not a positive, not in `skip`): (episode id, card key, turn), to hold at the reference policy."""
+    turns = [(t.episode_id, t.card.key, i) for t, a, d in zip(trajs, advantages, decisions)
+             if a is None and d != ACCEPTED_POSITIVE and not t.infra_error and t.episode_id not in skip
+             for i in range(len(t.steps))]
+    random.Random(seed).shuffle(turns)
+    return sorted(turns[:n])
+
+
+def preserve_samples(traj: Trajectory, turns: Sequence[int], memory: str = "") -> list[TrainSample]:
+    """The given turns of `traj` as KL-only samples (see AdaptConfig.preserve_weight)."""
+    steps = train_samples(traj, [0.0] * len(traj.steps), imitate=False, memory=memory)
+    return [dataclasses.replace(steps[i], preserve=True) for i in turns if 0 <= i < len(steps)]
+
+
 def unlabelled_claim(traj: Trajectory, verdict: Verdict) -> bool:
     """An attempt that declared the task infeasible and that the verifier left without a label."""
     return traj.declared == "infeasible" and verdict.p is None and not traj.infra_error
@@ -131,9 +149,18 @@ def unlabelled_claim(traj: Trajectory, verdict: Verdict) -> bool:
 def positive_samples(store: RunStore, history: Sequence[dict[str, Any]], cards: Sequence[TaskCard],
                      memory: str = "") -> list[TrainSample]:
     """Imitation samples of every verified positive the rounds recorded (accepted attempts, and
-    relabelled ones told as the goal they achieved), and the rounds' anchors, rebuilt from the run store."""
+    relabelled ones told as the goal they achieved), the rounds' anchors, and the last rollout
+    round's preserved turns, rebuilt from the run store."""
     by_key = {c.key: c for c in cards}
     out: list[TrainSample] = []
+    last = [h for h in history if h.get("kind") != CONSOLIDATE][-1:]
+    by_episode: dict[int, list[int]] = {}
+    for episode_id, key, turn in (last[0].get("preserve", ()) if last else ()):
+        if key in by_key:
+            by_episode.setdefault(episode_id, []).append(turn)
+    for episode_id, turns in by_episode.items():
+        key = next(k for e, k, _ in last[0]["preserve"] if e == episode_id)
+        out += preserve_samples(load_trajectory(store, episode_id, by_key[key]), turns, memory)
     for h in history:
         for episode_id, key, goal in h.get("positives", ()):
             card = by_key.get(key)
@@ -303,6 +330,15 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         anchored = [t for t, v in zip(trajs, verdicts) if cfg.anchor_weight > 0 and unlabelled_claim(t, v)]
         for t in anchored:
             samples += anchor_samples(t, memory)
+        preserve: list[tuple[int, str, int]] = []
+        if cfg.preserve_weight > 0 and cfg.preserve_turns and cfg.update:
+            suite = [i for i, t in enumerate(trajs) if t.card.key not in expectations]
+            skip = {t.episode_id for t in anchored} | {t.episode_id for t, _ in relabels}
+            preserve = preserve_picks([trajs[i] for i in suite], [advantages[i] for i in suite],
+                                      [decisions[i] for i in suite], skip, cfg.preserve_turns, cfg.seed * 1000 + r)
+            by_id = {t.episode_id: t for t in trajs}
+            for episode_id in dict.fromkeys(e for e, _, _ in preserve):
+                samples += preserve_samples(by_id[episode_id], [i for e, _, i in preserve if e == episode_id], memory)
         for t, _ in relabels:  # imitation only: their tokens were sampled for another goal
             samples += train_samples(t, [0.0] * len(t.steps), imitate=True, memory=memory)
             positives.append((t.episode_id, t.card.key.split("~")[0], t.goal))
@@ -336,6 +372,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             "check_seconds": check_seconds, **{f"train_{k}": v for k, v in metrics.items()},
             "positives": positives, "anchored": len(anchored),
             "anchors": [(t.episode_id, t.card.key) for t in anchored],
+            "preserved": len(preserve), "preserve": preserve,
         }
         summary["verifier"] = [(t.episode_id, v.p, d) for t, v, d in zip(trajs, verdicts, decisions)]
         store.finish_round(PHASE, r, status="finished" if kept else "rolled_back", adapter="adapter",

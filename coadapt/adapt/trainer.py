@@ -31,6 +31,9 @@ class TrainSample:
     anchor: bool = False
     """An unlabelled turn held where the reference policy has it: only a KL term, weighted by
     cfg.anchor_weight (see AdaptConfig.anchor_weight)."""
+    preserve: bool = False
+    """A turn that taught nothing, held where the reference policy has it: only a KL term, weighted
+    by cfg.preserve_weight (see AdaptConfig.preserve_weight)."""
 
 
 class LoraTrainer:
@@ -51,7 +54,7 @@ class LoraTrainer:
     def update(self, samples: Sequence[TrainSample], seed: int = 0) -> dict[str, Any]:
         """Train on `samples` for cfg.epochs; returns loss, KL, clipped share and counts."""
         cfg, policy = self.cfg, self.policy
-        samples = [s for s in samples if s.token_ids]
+        samples = [s for s in samples if s.token_ids and policy.scorable(s.token_ids)]
         if not samples:
             return {"samples": 0, "optimizer_steps": 0}
         # Each prompt is processed once (a fresh decode of its screenshot, dropped after use).
@@ -59,7 +62,7 @@ class LoraTrainer:
                  for s in samples]
         refs = self._reference(samples, parts)
         rng = random.Random(seed)
-        totals = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "pg": 0.0, "sft": 0.0, "anchor": 0.0}
+        totals = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "pg": 0.0, "sft": 0.0, "anchor": 0.0, "preserve": 0.0}
         steps = 0
         order = list(range(len(samples)))
         for _ in range(cfg.epochs):
@@ -97,7 +100,7 @@ class LoraTrainer:
     def _loss(self, batch: Sequence[TrainSample], refs: Sequence[torch.Tensor], logp: torch.Tensor,
               mask: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
         cfg = self.cfg
-        pg_terms, kl_terms, sft_terms, anchor_terms = [], [], [], []
+        pg_terms, kl_terms, sft_terms, anchor_terms, preserve_terms = [], [], [], [], []
         clipped = 0.0
         for row, s in enumerate(batch):
             m = mask[row].bool()
@@ -116,8 +119,8 @@ class LoraTrainer:
             ref = torch.where(torch.isfinite(ref), ref, new.detach())
             diff = ref - new
             kl_row = (torch.exp(diff) - diff - 1).mean()  # k3 estimator of KL(new || ref)
-            if s.anchor:  # no label: held at the reference, no policy-gradient or supervised term
-                anchor_terms.append(kl_row)
+            if s.anchor or s.preserve:  # held at the reference, no policy-gradient or supervised term
+                (anchor_terms if s.anchor else preserve_terms).append(kl_row)
                 continue
             kl_terms.append(kl_row)
             ratio = torch.exp(new - old)
@@ -127,13 +130,16 @@ class LoraTrainer:
             clipped += float(((ratio - 1).abs() > cfg.clip).float().mean())
             if s.imitate and cfg.self_imitation > 0:
                 sft_terms.append(-new.mean())
-        if not pg_terms and not anchor_terms:  # nothing learnable in this batch
+        if not pg_terms and not anchor_terms and not preserve_terms:  # nothing learnable in this batch
             zero = logp.sum() * 0.0
-            return zero, {"loss": 0.0, "pg": 0.0, "kl": 0.0, "sft": 0.0, "anchor": 0.0, "clipped": 0.0}
+            return zero, {"loss": 0.0, "pg": 0.0, "kl": 0.0, "sft": 0.0, "anchor": 0.0, "preserve": 0.0,
+                          "clipped": 0.0}
         pg = torch.stack(pg_terms).mean() if pg_terms else torch.zeros(())
         kl = torch.stack(kl_terms).mean() if kl_terms else torch.zeros(())
         sft = torch.stack(sft_terms).mean() if sft_terms else torch.zeros(())
         anchor = torch.stack(anchor_terms).mean() if anchor_terms else torch.zeros(())
-        loss = pg + cfg.kl_weight * kl + cfg.self_imitation * sft + cfg.anchor_weight * anchor
+        preserve = torch.stack(preserve_terms).mean() if preserve_terms else torch.zeros(())
+        loss = (pg + cfg.kl_weight * kl + cfg.self_imitation * sft + cfg.anchor_weight * anchor
+                + cfg.preserve_weight * preserve)
         return loss, {"loss": loss.item(), "pg": pg.item(), "kl": kl.item(), "sft": sft.item(),
-                      "anchor": anchor.item(), "clipped": clipped / len(batch)}
+                      "anchor": anchor.item(), "preserve": preserve.item(), "clipped": clipped / len(batch)}

@@ -16,7 +16,7 @@ SUCCESS_SERIES = ("self_verified_success", "check", "proposed_solved", "wanderin
 """Per-round rates plotted together (0..1)."""
 TRAIN_SERIES = ("train_loss", "train_kl")
 GATE_SERIES = ("accepted_positive", "accepted_negative", "dropped_uncertain", "dropped_flat_group", "dropped_infra",
-               "relabelled_positive", "untrusted_positive", "anchored")
+               "relabelled_positive", "untrusted_positive", "anchored", "preserved")
 ROUND_COLUMNS = ("round", "kind", "status", "kept", "episodes", "accepted_positive", "accepted_negative", "dropped_uncertain",
                  "self_verified_success", "check", "train_loss", "train_kl", "seconds")
 

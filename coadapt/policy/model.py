@@ -169,6 +169,14 @@ class VLMPolicy:
         (e.g. score with and without the adapter against the same weights)."""
         return self._lock
 
+    def scorable(self, token_ids: Sequence[int]) -> bool:
+        """Whether an answer can be scored: a vision placeholder token in it (a sampled answer of an
+        untrained model can hold one) would be read as an image position and break the forward."""
+        cfg = getattr(self.model, "config", None)
+        vision = {getattr(cfg, name, None) for name in ("image_token_id", "video_token_id", "vision_start_token_id",
+                                                         "vision_end_token_id")} - {None}
+        return not vision.intersection(token_ids)
+
     # ------------------------------------------------------------------ loading and saving
 
     @classmethod
