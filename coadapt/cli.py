@@ -428,7 +428,9 @@ def adapt(
             elif event == "episode":
                 bar.advance(tid)
             elif event == "round" and d.get("kind") == "consolidate":
-                bar.console.print(f"consolidation pass {d['pass'] + 1}: imitated {d['samples']} verified steps, "
+                held = d.get("held", 0)
+                bar.console.print(f"consolidation pass {d['pass'] + 1}: imitated {d['samples'] - held} verified steps"
+                                  + (f" and held {held} turns" if held else "") + ", "
                                   f"check {d['check']:.3f} ({'kept' if d['kept'] else 'rolled back'}), "
                                   f"{d['seconds']:.0f} s")
             elif event == "round":

@@ -412,7 +412,8 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         metrics = trainer.update(pool, seed=cfg.seed * 1000 + r)
         train_seconds = round(time.monotonic() - t_round, 1)
         score, kept, check_seconds = keep_or_roll_back(r, snapshot)
-        summary = {"round": r, "kind": kind, "pass": len(passes), "samples": len(pool), "episodes": 0, "env_steps": 0,
+        summary = {"round": r, "kind": kind, "pass": len(passes), "samples": len(pool),
+                   "held": sum(1 for s in pool if s.preserve or s.anchor), "episodes": 0, "env_steps": 0,
                    "check": score, "best_check": best, "kept": kept, "seconds": round(time.monotonic() - t_round, 1),
                    "train_seconds": train_seconds, "check_seconds": check_seconds,
                    **{f"train_{k}": v for k, v in metrics.items()}}
