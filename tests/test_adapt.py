@@ -183,6 +183,7 @@ def test_adapt_runs_behind_the_firewall_and_reports(adapted):
     passes = report["rounds"][1:]
     assert len(passes) <= 1 and all(p["kind"] == "consolidate" and p["env_steps"] == 0 for p in passes)
     assert all(p["samples"] >= report["rounds"][0]["demo_samples"] for p in passes)
+    assert all(p["held"] == report["rounds"][0]["preserved"] for p in passes)  # rebuilt from the store
     assert report["base"]["n_episodes"] == report["adapted"]["n_episodes"] > 0
     for name in ("base", "adapted", "ceiling"):  # teacher-forced step accuracy, after the firewall
         g = report[name]["grounding"]

@@ -154,12 +154,11 @@ def positive_samples(store: RunStore, history: Sequence[dict[str, Any]], cards: 
     by_key = {c.key: c for c in cards}
     out: list[TrainSample] = []
     last = [h for h in history if h.get("kind") != CONSOLIDATE][-1:]
-    by_episode: dict[int, list[int]] = {}
+    held: dict[int, tuple[str, list[int]]] = {}
     for episode_id, key, turn in (last[0].get("preserve", ()) if last else ()):
         if key in by_key:
-            by_episode.setdefault(episode_id, []).append(turn)
-    for episode_id, turns in by_episode.items():
-        key = next(k for e, k, _ in last[0]["preserve"] if e == episode_id)
+            held.setdefault(episode_id, (key, []))[1].append(turn)
+    for episode_id, (key, turns) in held.items():
         out += preserve_samples(load_trajectory(store, episode_id, by_key[key]), turns, memory)
     for h in history:
         for episode_id, key, goal in h.get("positives", ()):
