@@ -115,7 +115,7 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(args.threads)
-    console = Console()
+    console = Console(width=100)
     cfg = AdaptConfig()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -123,10 +123,10 @@ def main() -> None:
             rows += measure(app.strip(), cfg, args.updates, args.eval_instances, Path(tmp),
                             lambda r: console.print(f"{r['app']} {r['variant']}: {r['success']:.3f} ({r['seconds']:.0f} s)"))
     table = Table(title=f"forgetting: {args.updates} updates on the proposals' paths (lr {cfg.lr}, r {cfg.lora_r})")
-    for col in ("app", "variant", "proposals", "held turns", "samples", "path loss", "success", "seconds"):
-        table.add_column(col, justify="left" if col in ("app", "variant") else "right")
+    for col in ("app", "variant", "proposals", "held", "samples", "path loss", "success", "s"):
+        table.add_column(col, justify="left" if col in ("app", "variant") else "right", no_wrap=True)
     for r in rows:
-        table.add_row(r["app"], r["variant"], str(r["proposals"]), str(r["held_turns"]), str(r["samples"]),
+        table.add_row(r["app"].rsplit(".", 1)[-1], r["variant"], str(r["proposals"]), str(r["held_turns"]), str(r["samples"]),
                       "-" if r["path_loss"] is None else f"{r['path_loss']:.3f}", f"{r['success']:.3f}",
                       f"{r['seconds']:.0f}")
     console.print(table)
