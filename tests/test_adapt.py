@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -437,6 +438,10 @@ def test_only_turns_that_taught_nothing_are_preserved(oracle_trajs):
                                      {flat.episode_id}, 1000, seed=0) == []
     some = adapt_loop.preserve_picks(trajs, [None] * 3, [DROPPED_FLAT] * 3, set(), 2, seed=5)
     assert len(some) == 2 and some == adapt_loop.preserve_picks(trajs, [None] * 3, [DROPPED_FLAT] * 3, set(), 2, seed=5)
+    # which turns are drawn follows the attempts' order, not their episode ids (a Ray run stores them in another order)
+    renumbered = [dataclasses.replace(t, episode_id=1000 - t.episode_id) for t in trajs]
+    again = adapt_loop.preserve_picks(renumbered, [None] * 3, [DROPPED_FLAT] * 3, set(), 2, seed=5)
+    assert [(k, i) for _, k, i in again] == [(k, i) for _, k, i in some]
     (sample,) = adapt_loop.preserve_samples(flat, [0])
     assert sample.preserve and not sample.imitate and not sample.anchor and sample.advantage == 0.0
     assert sample.token_ids == flat.steps[0].decision.token_ids and sample.inp.goal == flat.goal

@@ -128,11 +128,12 @@ def preserve_picks(trajs: Sequence[Trajectory], advantages: Sequence[float | Non
                    skip: set[int], n: int, seed: int) -> list[tuple[int, str, int]]:
     """Up to `n` turns, drawn at random, of attempts that teach nothing this round (no advantage,
     not a positive, not in `skip`): (episode id, card key, turn), to hold at the reference policy."""
-    turns = [(t.episode_id, t.card.key, i) for t, a, d in zip(trajs, advantages, decisions)
+    turns = [(k, i) for k, (t, a, d) in enumerate(zip(trajs, advantages, decisions))
              if a is None and d != ACCEPTED_POSITIVE and not t.infra_error and t.episode_id not in skip
              for i in range(len(t.steps))]
     random.Random(seed).shuffle(turns)
-    return sorted(turns[:n])
+    # in the order of `trajs`, not of episode ids: those depend on which host stored an episode first
+    return [(trajs[k].episode_id, trajs[k].card.key, i) for k, i in sorted(turns[:n])]
 
 
 def preserve_samples(traj: Trajectory, turns: Sequence[int], memory: str = "") -> list[TrainSample]:
