@@ -404,6 +404,8 @@ def adapt(
     with _progress_bar("adapt") as bar:
         tid = bar.add_task("starting", total=None)
 
+        last_pass = [0]  # rounds can stop early on the budget: passes are numbered by the loop
+
         def progress(event: str, d: dict) -> None:
             if event == "eval":
                 bar.update(tid, description=f"ground-truth eval ({d['phase']})", total=d["total"], completed=0)
@@ -419,7 +421,9 @@ def adapt(
                                   f"{d['proposals']} proposals so far")
             elif event in ("train", "check"):
                 what = "updating the adapter" if event == "train" else "self-check on held-out goals"
-                where = (f"consolidation {d['round'] + 1 - cfg.adapt.rounds}" if d.get("kind") == "consolidate"
+                if event == "train" and "pass" in d:
+                    last_pass[0] = d["pass"]  # the check that follows judges the same pass
+                where = (f"consolidation {last_pass[0] + 1}" if d.get("kind") == "consolidate"
                          else f"round {d['round'] + 1}/{cfg.adapt.rounds}")
                 bar.update(tid, description=f"{where} {what}", total=1, completed=0)
             elif event == "round_start":

@@ -407,7 +407,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         r = len(history)
         t_round = time.monotonic()
         store.start_round(PHASE, r)
-        say("train", {"round": r, "samples": len(pool), "kind": kind})
+        say("train", {"round": r, "samples": len(pool), "kind": kind, "pass": len(passes)})
         snapshot = policy.adapter_state()
         metrics = trainer.update(pool, seed=cfg.seed * 1000 + r)
         train_seconds = round(time.monotonic() - t_round, 1)
