@@ -142,6 +142,21 @@ def preserve_samples(traj: Trajectory, turns: Sequence[int], memory: str = "") -
     return [dataclasses.replace(steps[i], preserve=True) for i in turns if 0 <= i < len(steps)]
 
 
+def held_samples(picks: Sequence[tuple[int, str, int]], trajectory: Callable[[int, str], Trajectory | None],
+                 memory: str = "") -> list[TrainSample]:
+    """`preserve_picks`' turns as KL-only samples, fetching each episode's trajectory once
+    (`trajectory(episode id, card key)`; None skips it), in the order picked."""
+    turns: dict[int, tuple[str, list[int]]] = {}
+    for episode_id, key, turn in picks:
+        turns.setdefault(episode_id, (key, []))[1].append(turn)
+    out: list[TrainSample] = []
+    for episode_id, (key, idx) in turns.items():
+        traj = trajectory(episode_id, key)
+        if traj is not None:
+            out += preserve_samples(traj, idx, memory)
+    return out
+
+
 def unlabelled_claim(traj: Trajectory, verdict: Verdict) -> bool:
     """An attempt that declared the task infeasible and that the verifier left without a label."""
     return traj.declared == "infeasible" and verdict.p is None and not traj.infra_error
@@ -155,12 +170,8 @@ def positive_samples(store: RunStore, history: Sequence[dict[str, Any]], cards: 
     by_key = {c.key: c for c in cards}
     out: list[TrainSample] = []
     last = [h for h in history if h.get("kind") != CONSOLIDATE][-1:]
-    held: dict[int, tuple[str, list[int]]] = {}
-    for episode_id, key, turn in (last[0].get("preserve", ()) if last else ()):
-        if key in by_key:
-            held.setdefault(episode_id, (key, []))[1].append(turn)
-    for episode_id, (key, turns) in held.items():
-        out += preserve_samples(load_trajectory(store, episode_id, by_key[key]), turns, memory)
+    out += held_samples(last[0].get("preserve", ()) if last else (),
+                        lambda e, k: load_trajectory(store, e, by_key[k]) if k in by_key else None, memory)
     for h in history:
         for episode_id, key, goal in h.get("positives", ()):
             card = by_key.get(key)
@@ -337,8 +348,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             preserve = preserve_picks([trajs[i] for i in suite], [advantages[i] for i in suite],
                                       [decisions[i] for i in suite], skip, cfg.preserve_turns, cfg.seed * 1000 + r)
             by_id = {t.episode_id: t for t in trajs}
-            for episode_id in dict.fromkeys(e for e, _, _ in preserve):
-                samples += preserve_samples(by_id[episode_id], [i for e, _, i in preserve if e == episode_id], memory)
+            samples += held_samples(preserve, lambda e, _: by_id[e], memory)
         for t, _ in relabels:  # imitation only: their tokens were sampled for another goal
             samples += train_samples(t, [0.0] * len(t.steps), imitate=True, memory=memory)
             positives.append((t.episode_id, t.card.key.split("~")[0], t.goal))
