@@ -2,6 +2,7 @@
 
     python benchmarks/adapt.py                 # all five unseen apps, default config
     python benchmarks/adapt.py --apps com.example.todo --out runs/bench-adapt
+    python benchmarks/adapt.py --config variant.yaml --jobs 2 --threads 1   # a variant, two apps at a time
 
 Per app: base and adapted ground-truth success on fresh eval instances (never adapted on), the
 gain, teacher-forced step accuracy along the oracle's paths (coadapt.grounding), the verifier's
@@ -25,26 +26,54 @@ from rich.table import Table
 from coadapt.apps import UNSEEN_APPS
 
 
+def run_apps(args: argparse.Namespace) -> list[dict | None]:
+    """Adapt every app of `args.apps`, `args.jobs` at a time, each in its own process (a log per
+    app in the output folder); each app's report, or None where its run failed."""
+    apps = args.apps.split(",")
+    reports: dict[str, dict | None] = {}
+    running: list[tuple[str, subprocess.Popen, Path]] = []
+    queue = list(apps)
+    while queue or running:
+        while queue and len(running) < max(1, args.jobs):
+            app = queue.pop(0)
+            folder = args.out / app.split(".")[-1]
+            cmd = [sys.executable, "-m", "coadapt.cli", "adapt", "--app", app, "--out", str(folder),
+                   "--threads", str(args.threads)] + (["--ceiling"] if args.ceiling else []) \
+                + (["--config", str(args.config)] if args.config else [])
+            log = args.out / f"{app.split('.')[-1]}.log"
+            with log.open("w") as fh:
+                running.append((app, subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT), log))
+        time.sleep(1)
+        for item in [x for x in running if x[1].poll() is not None]:
+            running.remove(item)
+            app, proc, log = item
+            report = args.out / app.split(".")[-1] / "report.json"
+            if proc.returncode != 0 or not report.is_file():
+                print(f"{app}: failed (exit {proc.returncode}); the end of {log}:", file=sys.stderr)
+                print(log.read_text()[-2000:], file=sys.stderr)
+                reports[app] = None
+                continue
+            reports[app] = json.loads(report.read_text())
+            print(f"{app}: base {reports[app]['base']['success_rate']:.3f} "
+                  f"adapted {reports[app]['adapted']['success_rate']:.3f}", flush=True)
+    return [reports[a] for a in apps]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--apps", default=",".join(sorted(UNSEEN_APPS)), help="comma-separated packages")
     ap.add_argument("--out", type=Path, default=Path("runs") / f"bench-adapt-{time.strftime('%Y%m%d-%H%M%S')}")
     ap.add_argument("--threads", type=int, default=2, help="torch threads per app run")
     ap.add_argument("--ceiling", action="store_true", help="also the oracle-imitation ceiling per app (reference only)")
+    ap.add_argument("--config", type=Path, help="root config for every app (a variant: e.g. `adapt: {proposals: 0}`)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="apps adapted side by side (they share the cores, so wall-clock and rounds reached change)")
     args = ap.parse_args()
-    rows = []
-    for app in args.apps.split(","):
-        folder = args.out / app.split(".")[-1]
-        cmd = [sys.executable, "-m", "coadapt.cli", "adapt", "--app", app, "--out", str(folder),
-               "--threads", str(args.threads)] + (["--ceiling"] if args.ceiling else [])
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
-            continue
-        rows.append(json.loads((folder / "report.json").read_text()))
-        print(f"{app}: base {rows[-1]['base']['success_rate']:.3f} adapted {rows[-1]['adapted']['success_rate']:.3f}",
-              flush=True)
-    table = Table(title="coadapt adapt, default config, unseen apps")
+    if args.config is not None and not args.config.is_file():
+        ap.error(f"--config {args.config}: no such file")
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = [r for r in run_apps(args) if r is not None]
+    table = Table(title=f"coadapt adapt, {args.config or 'default config'}, {len(rows)} apps")
     def steps(r: dict, which: str) -> str:
         g = (r.get(which) or {}).get("grounding") or {}
         return "-" if g.get("accuracy") is None else f"{g['accuracy']:.2f}"
@@ -74,7 +103,6 @@ def main() -> None:
                       "", "", "", "", f"{mean(lambda r: r['adapt_wall_clock_s']):.0f}", f"{mean(lambda r: r['env_steps']):.0f}",
                       f"{max(r['peak_rss_mb'] for r in rows):.0f}")
     Console(width=max(120, Console().width)).print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(rows, indent=1, default=str))
 
 
