@@ -368,7 +368,8 @@ def adapt(
     threads: Optional[int] = _THREADS,
     devices: Optional[str] = _DEVICES,
     workers: Optional[int] = _WORKERS,
-    seed: Optional[int] = _SEED,
+    seed: Optional[int] = typer.Option(None, help="Seed of the run (adapt.seed: its adapt and eval instances, exploration, "
+                                       "sampling and batch order) and of the simulated phones. Default 0."),
     settle: Optional[float] = _SETTLE,
     popups: Optional[bool] = _POPUPS,
     screens: Optional[str] = _SCREENS,
@@ -397,8 +398,9 @@ def adapt(
 
     package = app_class(app_name).package
     overrides = _common_overrides(model, adapter, device, None, None, threads, devices, workers, seed, settle, popups, screens)
+    # --seed is the run's seed here: the phones' seed alone changes nothing (each episode resets to its card's)
     overrides.update({"adapt.rounds": rounds, "adapt.group_size": group_size, "adapt.objective": objective,
-                      "adapt.max_minutes": minutes, "adapt.eval_instances": eval_instances})
+                      "adapt.max_minutes": minutes, "adapt.eval_instances": eval_instances, "adapt.seed": seed})
     cfg = load_config(config, overrides)
     folder = out or Path("runs") / f"adapt-{package.split('.')[-1]}-{_time.strftime('%Y%m%d-%H%M%S')}"
     with _progress_bar("adapt") as bar:

@@ -150,3 +150,27 @@ def test_eval_run_folder_names_the_adaptation_of_an_adapter():
     assert _run_label(ModelSettings(adapter="runs/adapt-expenses-20261204-101500/adapter")) == \
         "default+adapt-expenses-20261204-101500"
     assert _run_label(ModelSettings(adapter="adapters/notes-r16")) == "default+notes-r16"
+
+
+def test_adapt_seed_is_the_runs_seed(tmp_path):
+    """`coadapt adapt --seed N` reaches adapt.seed (instances, exploration, sampling): the phones'
+    seed alone would leave every run identical, since each episode resets to its card's seed."""
+    from unittest import mock
+
+    from typer.testing import CliRunner
+
+    from coadapt import adaptation
+    from coadapt.cli import app as cli
+
+    seen = {}
+
+    def capture(package, cfg, folder, **kw):
+        seen.update(package=package, adapt_seed=cfg.adapt.seed, devices_seed=cfg.devices.seed)
+        raise SystemExit(0)
+
+    with mock.patch.object(adaptation, "run_adapt_job", capture):
+        CliRunner().invoke(cli, ["adapt", "--app", "com.example.todo", "--seed", "3", "--out", str(tmp_path / "r")])
+        assert seen == {"package": "com.example.todo", "adapt_seed": 3, "devices_seed": 3}
+        seen.clear()
+        CliRunner().invoke(cli, ["adapt", "--app", "com.example.todo", "--out", str(tmp_path / "r2")])
+        assert seen["adapt_seed"] == 0
