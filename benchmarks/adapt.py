@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rich.console import Console
@@ -26,37 +27,23 @@ from rich.table import Table
 from coadapt.apps import UNSEEN_APPS
 
 
-def run_apps(args: argparse.Namespace) -> list[dict | None]:
-    """Adapt every app of `args.apps`, `args.jobs` at a time, each in its own process (a log per
-    app in the output folder); each app's report, or None where its run failed."""
-    apps = args.apps.split(",")
-    reports: dict[str, dict | None] = {}
-    running: list[tuple[str, subprocess.Popen, Path]] = []
-    queue = list(apps)
-    while queue or running:
-        while queue and len(running) < max(1, args.jobs):
-            app = queue.pop(0)
-            folder = args.out / app.split(".")[-1]
-            cmd = [sys.executable, "-m", "coadapt.cli", "adapt", "--app", app, "--out", str(folder),
-                   "--threads", str(args.threads)] + (["--ceiling"] if args.ceiling else []) \
-                + (["--config", str(args.config)] if args.config else [])
-            log = args.out / f"{app.split('.')[-1]}.log"
-            with log.open("w") as fh:
-                running.append((app, subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT), log))
-        time.sleep(1)
-        for item in [x for x in running if x[1].poll() is not None]:
-            running.remove(item)
-            app, proc, log = item
-            report = args.out / app.split(".")[-1] / "report.json"
-            if proc.returncode != 0 or not report.is_file():
-                print(f"{app}: failed (exit {proc.returncode}); the end of {log}:", file=sys.stderr)
-                print(log.read_text()[-2000:], file=sys.stderr)
-                reports[app] = None
-                continue
-            reports[app] = json.loads(report.read_text())
-            print(f"{app}: base {reports[app]['base']['success_rate']:.3f} "
-                  f"adapted {reports[app]['adapted']['success_rate']:.3f}", flush=True)
-    return [reports[a] for a in apps]
+def adapt_app(app: str, args: argparse.Namespace) -> dict | None:
+    """Adapt one app in its own process (its log in the output folder); its report, or None where
+    the run failed."""
+    name = app.split(".")[-1]
+    folder, log = args.out / name, args.out / f"{name}.log"
+    cmd = [sys.executable, "-m", "coadapt.cli", "adapt", "--app", app, "--out", str(folder),
+           "--threads", str(args.threads)] + (["--ceiling"] if args.ceiling else []) \
+        + (["--config", str(args.config)] if args.config else [])
+    with log.open("w") as fh:
+        code = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT).returncode
+    report = folder / "report.json"
+    if code != 0 or not report.is_file():
+        print(f"{app}: failed (exit {code}); the end of {log}:\n{log.read_text()[-2000:]}", file=sys.stderr)
+        return None
+    r = json.loads(report.read_text())
+    print(f"{app}: base {r['base']['success_rate']:.3f} adapted {r['adapted']['success_rate']:.3f}", flush=True)
+    return r
 
 
 def main() -> None:
@@ -72,7 +59,8 @@ def main() -> None:
     if args.config is not None and not args.config.is_file():
         ap.error(f"--config {args.config}: no such file")
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = [r for r in run_apps(args) if r is not None]
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        rows = [r for r in pool.map(lambda app: adapt_app(app, args), args.apps.split(",")) if r is not None]
     table = Table(title=f"coadapt adapt, {args.config or 'default config'}, {len(rows)} apps")
     def steps(r: dict, which: str) -> str:
         g = (r.get(which) or {}).get("grounding") or {}
