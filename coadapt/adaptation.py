@@ -24,6 +24,7 @@ from coadapt.explore.curiosity import episode_fields
 from coadapt.rollout import RolloutRunner, TaskCard
 from coadapt.rollout.runner import EpisodeHosts
 from coadapt.runs import RunStore
+from coadapt.stats import outcomes, paired
 from coadapt.tasks.base import TaskTemplate
 from coadapt.tasks.registry import templates_for_app
 from coadapt.tasks.suite import instance_seed
@@ -175,6 +176,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
         rss["after_adapted_eval"] = round(peak_rss_mb(), 1)
         if base:
             result["gain"] = round(result["adapted"]["success_rate"] - result["base"]["success_rate"], 4)
+            result["comparison"] = {"adapted": compare(store, "eval_adapted", a.seed)}
         result["verifier"] = verifier_quality(store, summary, train_cards, package, a.seed, a.instances_per_template)
     if report and ceiling:
         # Reference only: the same number of optimizer steps spent imitating the oracle on the
@@ -194,6 +196,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
             result["ceiling"]["grounding"] = grounding(ref)
         if base:
             result["ceiling_gain"] = round(result["ceiling"]["success_rate"] - result["base"]["success_rate"], 4)
+            result.setdefault("comparison", {})["ceiling"] = compare(store, "eval_ceiling", a.seed)
     if ablations:
         result["ablations"] = run_ablations(app, cfg, out, progress=say, hosts=hosts)
     result["wall_clock_s"] = round(time.monotonic() - t_start, 1)
@@ -202,6 +205,12 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     result["disk_mb"] = round(store.disk_bytes() / 2**20, 1)
     store.write_json("report.json", result)
     return result
+
+
+def compare(store: RunStore, phase: str, seed: int) -> dict[str, Any]:
+    """`phase`'s eval against the base eval on the same instances: the gain, instances won and
+    lost, the sign test's p-value and a 95 % template-cluster bootstrap interval (coadapt.stats)."""
+    return paired(outcomes(store, "eval_base"), outcomes(store, phase), seed=seed)
 
 
 class AdaptClock:

@@ -478,7 +478,10 @@ def adapt(
             f"env steps {result['env_steps']}",
             f"adapting {result['adapt_wall_clock_s']:.0f} s", f"peak RSS {result['peak_rss_mb']:.0f} MB"]
     if "gain" in result:
-        line.insert(0, f"gain {result['gain']:+.3f}")
+        c = (result.get("comparison") or {}).get("adapted") or {}
+        line.insert(0, f"gain {result['gain']:+.3f}" + (
+            f" (95% CI {c['ci95'][0]:+.3f} to {c['ci95'][1]:+.3f}; {c['wins']} instances won, {c['losses']} lost, "
+            f"sign test p={c['p_value']:.2g})" if "ci95" in c else ""))
     v = result.get("verifier")
     if v:
         line.append(f"verifier precision {v['precision'] if v['precision'] is not None else '-'} "

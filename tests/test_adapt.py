@@ -191,6 +191,11 @@ def test_adapt_runs_behind_the_firewall_and_reports(adapted):
         assert g["steps"] == sum(total for _, total in g["by_kind"].values()) > 0 and 0 <= g["accuracy"] <= 1
     assert (out / "adapter" / "adapter_config.json").is_file()
     assert json.loads((out / "report.json").read_text())["gain"] == report["gain"]
+    # the paired comparison covers the same episodes and gives the same gain, with its interval
+    for name, gain in (("adapted", report["gain"]), ("ceiling", report["ceiling_gain"])):
+        c = report["comparison"][name]
+        assert c["instances"] == report["base"]["n_episodes"] and c["gain"] == pytest.approx(gain, abs=1e-3)
+        assert c["ci95"][0] <= c["gain"] <= c["ci95"][1] and 0 < c["p_value"] <= 1
     store = RunStore.open_readonly(out)
     rounds = store.rounds("adapt")
     assert len(rounds) == len(report["rounds"]) and rounds[0].status in ("finished", "rolled_back")
