@@ -68,7 +68,9 @@ def ground_truth_line(report: dict[str, Any] | None) -> str:
     if base is not None:
         parts.insert(0, f"base **{base:.3f}**")
     if gain is not None:
-        parts.append(f"gain **{gain:+.3f}**")
+        c = (report.get("comparison") or {}).get("adapted") or {}
+        parts.append(f"gain **{gain:+.3f}**" + (f" (95% CI {c['ci95'][0]:+.3f} to {c['ci95'][1]:+.3f}, "
+                                                f"{c['wins']} instances won, {c['losses']} lost)" if "ci95" in c else ""))
     n = report["adapted"].get("n_episodes")
     return "Ground truth on held-out instances: " + ", ".join(parts) + (f" ({n} episodes each)" if n else "")
 
