@@ -6,7 +6,8 @@
     python benchmarks/adapt.py --seeds 0,1 --jobs 2                         # every app at two seeds
 
 Per app (and seed): base and adapted ground-truth success on fresh eval instances (never adapted
-on), the gain with its 95 % interval (instances resampled by template, coadapt.stats), teacher-forced step accuracy along the oracle's paths (coadapt.grounding), the verifier's
+on), the gain with its 95 % interval (instances resampled by template, coadapt.stats),
+teacher-forced step accuracy along the oracle's paths (coadapt.grounding), the verifier's
 precision on accepted positives (measured after the fact by replay), adaptation wall-clock, env
 steps and peak RSS; then the mean, its gain's interval resampling templates within each run. That
 interval covers which eval instances were drawn; the spread between seeds (`--seeds`, each seed
@@ -84,10 +85,10 @@ def main() -> None:
     def ci(c: dict | None) -> str:
         return "-" if not c or "ci95" not in c else f"[{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]"
 
-    for col in ("app", "base", "adapted", "gain", "gain 95% CI", "ceiling", "step acc. base → adapted",
+    for col in ("app", "base", "adapted", "gain", "gain 95% CI", "ceiling", "step acc.",
                 "ended done/inf./limit", "verifier precision",
                 "accepted +", "adapt s", "env steps", "peak RSS MB"):
-        table.add_column(col, justify="left" if col == "app" else "right", no_wrap=col in ("app", "gain 95% CI", "ended done/inf./limit"))
+        table.add_column(col, justify="left" if col == "app" else "right", no_wrap=col in ("app", "gain 95% CI", "step acc.", "ended done/inf./limit"))
     for r in rows:
         v = r["verifier"]
         name = r["app"].removeprefix("com.example.") + ("" if r["seed"] is None else f" s{r['seed']}")

@@ -480,7 +480,7 @@ def adapt(
     if "gain" in result:
         c = (result.get("comparison") or {}).get("adapted") or {}
         line.insert(0, f"gain {result['gain']:+.3f}" + (
-            f" (95% CI {c['ci95'][0]:+.3f} to {c['ci95'][1]:+.3f}; {c['wins']} instances won, {c['losses']} lost, "
+            f" (95% CI {c['ci95'][0]:+.3f} to {c['ci95'][1]:+.3f}; won {c['wins']}, lost {c['losses']} of {c['instances']} instances, "
             f"sign test p={c['p_value']:.2g})" if "ci95" in c else ""))
     v = result.get("verifier")
     if v:

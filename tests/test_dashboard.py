@@ -184,8 +184,8 @@ def test_training_rows_merge_the_store_and_the_report(tmp_path):
         (0, "self_verified_success", 0.25), (0, "check", 0.4), (1, "self_verified_success", 0.5)}
     assert "base **0.100**" in charts.ground_truth_line(report) and "+0.100" in charts.ground_truth_line(report)
     assert "not reported" in charts.ground_truth_line(None)
-    report["comparison"] = {"adapted": {"ci95": [-0.02, 0.22], "wins": 6, "losses": 1}}
-    assert "(95% CI -0.020 to +0.220, 6 instances won, 1 lost)" in charts.ground_truth_line(report)
+    report["comparison"] = {"adapted": {"ci95": [-0.02, 0.22], "wins": 6, "losses": 1, "instances": 50}}
+    assert "(95% CI -0.020 to +0.220, won 6, lost 1 of 50 instances)" in charts.ground_truth_line(report)
 
 
 def test_compare_and_exploration_views(tmp_path):

@@ -70,7 +70,8 @@ def ground_truth_line(report: dict[str, Any] | None) -> str:
     if gain is not None:
         c = (report.get("comparison") or {}).get("adapted") or {}
         parts.append(f"gain **{gain:+.3f}**" + (f" (95% CI {c['ci95'][0]:+.3f} to {c['ci95'][1]:+.3f}, "
-                                                f"{c['wins']} instances won, {c['losses']} lost)" if "ci95" in c else ""))
+                                                f"won {c['wins']}, lost {c['losses']} of {c['instances']} instances)"
+                                                if "ci95" in c else ""))
     n = report["adapted"].get("n_episodes")
     return "Ground truth on held-out instances: " + ", ".join(parts) + (f" ({n} episodes each)" if n else "")
 
