@@ -19,12 +19,12 @@ from coadapt.android_env.env import AndroidEnv
 from coadapt.android_env.errors import ConfigError
 from coadapt.apps import app_class, label_map
 from coadapt.config import CoadaptConfig, to_dict
-from coadapt.evaluation import GroundTruth, build_report
+from coadapt.evaluation import GroundTruth, build_report, newest_finished
 from coadapt.explore.curiosity import episode_fields
 from coadapt.rollout import RolloutRunner, TaskCard
 from coadapt.rollout.runner import EpisodeHosts
 from coadapt.runs import RunStore
-from coadapt.stats import outcomes, paired
+from coadapt.stats import paired
 from coadapt.tasks.base import TaskTemplate
 from coadapt.tasks.registry import templates_for_app
 from coadapt.tasks.suite import instance_seed
@@ -210,7 +210,11 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
 def compare(store: RunStore, phase: str, seed: int) -> dict[str, Any]:
     """`phase`'s eval against the base eval on the same instances: the gain, instances won and
     lost, the sign test's p-value and a 95 % template-cluster bootstrap interval (coadapt.stats)."""
-    return paired(outcomes(store, "eval_base"), outcomes(store, phase), seed=seed)
+    def outcomes(of: str) -> dict[str, float]:
+        rows = newest_finished(r for r in store.episodes(phase=of) if r.round is None)
+        return {r.key: float(r.success) for r in rows if r.success is not None}
+
+    return paired(outcomes("eval_base"), outcomes(phase), seed=seed)
 
 
 class AdaptClock:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from coadapt.android_env.errors import CoadaptError, ConfigError
+from coadapt.stats import describe
 
 app = typer.Typer(
     name="coadapt",
@@ -479,9 +480,8 @@ def adapt(
             f"adapting {result['adapt_wall_clock_s']:.0f} s", f"peak RSS {result['peak_rss_mb']:.0f} MB"]
     if "gain" in result:
         c = (result.get("comparison") or {}).get("adapted") or {}
-        line.insert(0, f"gain {result['gain']:+.3f}" + (
-            f" (95% CI {c['ci95'][0]:+.3f} to {c['ci95'][1]:+.3f}; won {c['wins']}, lost {c['losses']} of {c['instances']} instances, "
-            f"sign test p={c['p_value']:.2g})" if "ci95" in c else ""))
+        line.insert(0, f"gain {result['gain']:+.3f}"
+                    + (f" ({describe(c)}, sign test p={c['p_value']:.2g})" if "ci95" in c else ""))
     v = result.get("verifier")
     if v:
         line.append(f"verifier precision {v['precision'] if v['precision'] is not None else '-'} "

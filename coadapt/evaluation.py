@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from coadapt.android_env.device import Device
 from coadapt.android_env.errors import ConfigError
@@ -20,7 +20,7 @@ from coadapt.explore.curiosity import episode_fields
 from coadapt.policy.base import Policy
 from coadapt.rollout import RolloutRunner, RolloutSettings, TaskCard, Trajectory
 from coadapt.rollout.runner import EpisodeHosts, ProgressFn
-from coadapt.runs import RunStore
+from coadapt.runs import EpisodeRow, RunStore
 from coadapt.tasks.base import TaskTemplate
 from coadapt.tasks.suite import Suite
 
@@ -92,6 +92,19 @@ def run_suite(suite: Suite, policy: Policy, devices: Sequence[Device] | DevicePo
     return {"suite": suite.name, "seed_space": space, **report}
 
 
+def newest_finished(rows: Iterable[EpisodeRow], keys: Collection[str] | None = None, k: int = 1) -> list[EpisodeRow]:
+    """The finished rows of `rows` (of `keys`, all when None; attempts below `k`), one per (phase,
+    round, key, attempt), the newest, in id order: a store written before the one-writer lock may
+    hold several finished rows for one attempt, and each attempt counts once."""
+    newest: dict[tuple, EpisodeRow] = {}
+    for r in rows:
+        if r.status == "finished" and (keys is None or r.key in keys) and r.attempt < k:
+            ident = (r.phase, r.round, r.key, r.attempt)
+            if ident not in newest or r.id > newest[ident].id:
+                newest[ident] = r
+    return sorted(newest.values(), key=lambda r: r.id)
+
+
 def build_report(store: RunStore, keys: Sequence[str], policy: str, *, k: int, phase: str = "eval",
                  round: int | None = None, lost: Sequence[str] = ()) -> dict[str, Any]:
     """Success rates and the rest, from the scored episodes in the store. An episode without a
@@ -99,15 +112,7 @@ def build_report(store: RunStore, keys: Sequence[str], policy: str, *, k: int, p
     (phase, round, key, attempt) counts once, by its newest finished row, whatever the store holds."""
     rows = [r for r in store.episodes(phase=phase) if r.policy == policy and r.round == round]
     wanted = set(keys)
-    # One row per (phase, round, key, attempt), the newest: a store written before the one-writer
-    # lock may hold several finished rows for one attempt, and each attempt counts once.
-    newest: dict[tuple, Any] = {}
-    for r in rows:
-        if r.status == "finished" and r.key in wanted and r.attempt < k:
-            ident = (r.phase, r.round, r.key, r.attempt)
-            if ident not in newest or r.id > newest[ident].id:
-                newest[ident] = r
-    done = sorted(newest.values(), key=lambda r: r.id)
+    done = newest_finished(rows, wanted, k)
     scored = [r for r in done if r.success is not None]
     infra = [r for r in rows if r.status == "infra_error" and r.key in wanted]
     by_key: dict[str, list[float]] = defaultdict(list)

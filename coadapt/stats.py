@@ -14,24 +14,12 @@ import random
 from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
-from coadapt.runs import RunStore
-
 BOOTSTRAP_SAMPLES = 4000
 
 
 def template_of(key: str) -> str:
     """The template of an instance key (`template#space3` -> `template`)."""
     return key.split("#", 1)[0]
-
-
-def outcomes(store: RunStore, phase: str, round: int | None = None) -> dict[str, float]:
-    """Instance key -> ground-truth success of the newest finished, scored first attempt in `phase`."""
-    newest: dict[str, tuple[int, float]] = {}
-    for r in store.episodes(phase=phase, status="finished", round=round):
-        if r.attempt == 0 and r.success is not None and r.round == round:
-            if r.key not in newest or r.id > newest[r.key][0]:
-                newest[r.key] = (r.id, float(r.success))
-    return {k: s for k, (_, s) in newest.items()}
 
 
 def by_template(base: Mapping[str, float], other: Mapping[str, float]) -> dict[str, list[float]]:
@@ -94,6 +82,12 @@ def paired(base: Mapping[str, float], other: Mapping[str, float], *, seed: int =
         result["ci95"] = interval(bootstrap_gains([list(rows.values())], seed=seed))
     result["by_template"] = rows
     return result
+
+
+def describe(c: Mapping[str, Any]) -> str:
+    """One line for a `paired(...)` result that has an interval: the interval, instances won and lost."""
+    return (f"95% CI {c['ci95'][0]:+.3f} to {c['ci95'][1]:+.3f}, won {c['wins']}, lost {c['losses']} "
+            f"of {c['instances']} instances")
 
 
 def mean_interval(comparisons: Sequence[Mapping[str, Any]], *, seed: int = 0) -> list[float] | None:

@@ -11,6 +11,7 @@ from PIL import Image, ImageDraw
 from coadapt.android_env.sim.canvas import font
 from coadapt.dashboard.folders import DashboardError, discover, inside, read_json
 from coadapt.runs import RunStore
+from coadapt.stats import describe
 
 SUCCESS_SERIES = ("self_verified_success", "check", "proposed_solved", "wandering_rate", "information_rate")
 """Per-round rates plotted together (0..1)."""
@@ -69,9 +70,7 @@ def ground_truth_line(report: dict[str, Any] | None) -> str:
         parts.insert(0, f"base **{base:.3f}**")
     if gain is not None:
         c = (report.get("comparison") or {}).get("adapted") or {}
-        parts.append(f"gain **{gain:+.3f}**" + (f" (95% CI {c['ci95'][0]:+.3f} to {c['ci95'][1]:+.3f}, "
-                                                f"won {c['wins']}, lost {c['losses']} of {c['instances']} instances)"
-                                                if "ci95" in c else ""))
+        parts.append(f"gain **{gain:+.3f}**" + (f" ({describe(c)})" if "ci95" in c else ""))
     n = report["adapted"].get("n_episodes")
     return "Ground truth on held-out instances: " + ", ".join(parts) + (f" ({n} episodes each)" if n else "")
 
