@@ -98,6 +98,32 @@ def test_infeasible_claims_get_no_label_when_asked(oracle_trajs):
     assert unlabelled(traj).p == judged(traj).p is not None  # a done claim is judged either way
 
 
+def test_model_judge_asks_about_the_claim_the_agent_made(oracle_trajs):
+    """A VLM judge is asked about what the attempt claimed (done, impossible, an answer) and is
+    shown the attempt's actions, not only the goal and the last screen."""
+    from coadapt.adapt.verifier import ModelJudge, judge_prompt
+
+    asked = []
+
+    class Judge:
+        def generate(self, inputs, seeds):
+            asked.extend(inputs)
+            return [type("G", (), {"text": "yes"})() for _ in inputs]
+
+    traj = oracle_trajs[0]
+    claim = type(traj)(traj.card, steps=traj.steps, final_obs=traj.final_obs, declared="infeasible")
+    answered = type(traj)(traj.card, steps=traj.steps, final_obs=traj.final_obs, declared="done", answer="42")
+    judge = ModelJudge(Judge())
+    assert judge(traj, 2) == [1.0, 1.0] and judge(claim, 1) == [1.0] and judge(answered, 1) == [1.0]
+    done_q, claim_q, answer_q = asked[0].goal, asked[2].goal, asked[3].goal
+    assert traj.goal in done_q and "completed?" in done_q
+    assert "cannot do the task" in claim_q and "no way to do it?" in claim_q and "completed?" not in claim_q
+    assert 'answering "42"' in answer_q and "answer correct?" in answer_q
+    assert asked[0].history and len(asked[0].history) == len(traj.steps)
+    assert asked[0].observation is traj.observations[-1]
+    assert judge_prompt("Open it", None) == judge_prompt("Open it", "done")  # the step limit: was it done anyway?
+
+
 def test_gate():
     s = GateSettings(True, 0.75, 0.25)
     assert gate_attempt(Verdict(0.9, 1.0), s) == "accepted_positive"

@@ -6,8 +6,9 @@ Two judges, combined:
   the screen changed, `done` declared, no error text, an answer grounded in a screen) fed to a
   logistic model fitted on SEEN apps' episodes, labelled by their checkers (the way UI-Genie trains
   its reward model). Rebuilt by `coadapt verifier train`; weights ship in judge_weights.json.
-* `ModelJudge`: a VLM asked "was the goal achieved?" over the goal and the last screen, sampled
-  k times and voted. Unparseable answers abstain; they never count as "no".
+* `ModelJudge`: a VLM asked about the attempt's claim (done, impossible, an answer) over the goal,
+  the attempt's actions and the last screen, sampled k times and voted. Unparseable answers
+  abstain; they never count as "no".
 
 A verdict is p(success) in [0, 1], or None ("no label") when no judge could say.
 """
@@ -248,10 +249,16 @@ def fit_logistic(x: Sequence[Sequence[float]], y: Sequence[float], *, l2: float 
     return [float(v) for v in w]
 
 
-def judge_prompt(goal: str) -> str:
-    """What a VLM judge is asked about the final screen."""
-    return (f'An agent was asked: "{goal}". The screenshot shows the phone after it stopped. '
-            "Was the task completed? Answer yes or no.")
+def judge_prompt(goal: str, declared: str | None = "done", answer: str | None = None) -> str:
+    """What a VLM judge is asked about the final screen. The question is about the claim the agent
+    made: a task it declared impossible is judged on that claim, an answer on its correctness."""
+    asked = f'An agent was asked: "{goal}". The screenshot shows the phone after it stopped'
+    if declared == "infeasible":
+        return (asked + ", saying this app cannot do the task. Is that right: does the app offer no way to do it? "
+                "Answer yes or no.")
+    if answer:
+        return asked + f', answering "{answer}". Is that answer correct? Answer yes or no.'
+    return asked + ". Was the task completed? Answer yes or no."
 
 
 def read_vote(text: str) -> float | None:
@@ -270,16 +277,18 @@ def read_vote(text: str) -> float | None:
 
 class ModelJudge:
     """A VLM policy used as a judge: the question about the goal in the goal's place, the final
-    screen as the screenshot, k sampled answers read as yes / no / abstain."""
+    screen as the screenshot, the attempt's actions as the history, k sampled answers read as
+    yes / no / abstain."""
 
     def __init__(self, policy: "object"):
         self.policy = policy
 
     def __call__(self, traj: Trajectory, k: int) -> list[float | None]:
-        from coadapt.policy.prompt import PolicyInput
+        from coadapt.policy.prompt import PolicyInput, history_entry
         from coadapt.rollout.cards import step_seed
 
         final = traj.observations[-1]
-        question = PolicyInput(final, judge_prompt(traj.goal), ())
+        actions = tuple(history_entry(s.action) for s in traj.steps)
+        question = PolicyInput(final, judge_prompt(traj.goal, traj.declared, traj.answer), actions)
         gens = self.policy.generate([question] * k, seeds=[step_seed(traj.seed, 10_000 + i) for i in range(k)])
         return [read_vote(g.text) for g in gens]
