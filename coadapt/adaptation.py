@@ -198,7 +198,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
             result["ceiling_gain"] = round(result["ceiling"]["success_rate"] - result["base"]["success_rate"], 4)
             result.setdefault("comparison", {})["ceiling"] = compare(store, "eval_ceiling", a.seed)
     if ablations:
-        result["ablations"] = run_ablations(app, cfg, out, progress=say, hosts=hosts)
+        result["ablations"] = run_ablations(app, cfg, out, progress=say, hosts=hosts, store=store)
     result["wall_clock_s"] = round(time.monotonic() - t_start, 1)
     result["peak_rss_mb"] = round(peak_rss_mb(), 1)
     result["peak_rss_mb_by_phase"] = rss  # the process peak so far, at the end of each phase
@@ -207,14 +207,16 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     return result
 
 
+def eval_outcomes(store: RunStore, phase: str) -> dict[str, float]:
+    """Ground-truth success per eval instance key of one eval phase (each attempt counted once)."""
+    rows = newest_finished(r for r in store.episodes(phase=phase) if r.round is None)
+    return {r.key: float(r.success) for r in rows if r.success is not None}
+
+
 def compare(store: RunStore, phase: str, seed: int) -> dict[str, Any]:
     """`phase`'s eval against the base eval on the same instances: the gain, instances won and
     lost, the sign test's p-value and a 95 % template-cluster bootstrap interval (coadapt.stats)."""
-    def outcomes(of: str) -> dict[str, float]:
-        rows = newest_finished(r for r in store.episodes(phase=of) if r.round is None)
-        return {r.key: float(r.success) for r in rows if r.success is not None}
-
-    return paired(outcomes("eval_base"), outcomes(phase), seed=seed)
+    return paired(eval_outcomes(store, "eval_base"), eval_outcomes(store, phase), seed=seed)
 
 
 class AdaptClock:
@@ -318,19 +320,27 @@ def verifier_quality(store: RunStore, summary: dict[str, Any], cards: list[TaskC
 
 
 def run_ablations(app: str, cfg: CoadaptConfig, out: Path, progress: ProgressFn | None = None,
-                  hosts: EpisodeHosts | None = None) -> dict[str, Any]:
+                  hosts: EpisodeHosts | None = None, store: RunStore | None = None) -> dict[str, Any]:
     """Each ablation adapts from scratch in out/ablations/<name> with one field changed; the
-    adapted success on the same eval instances is reported (its own base equals the main one)."""
+    adapted success on the same eval instances is reported (its own base equals the main one).
+    With the main run's `store`, each row also has `default_gain`: the default's adapted
+    success against the variant's, paired on those instances (> 0: the default beats it)."""
     rows = {}
+    default = eval_outcomes(store, "eval_adapted") if store is not None else {}
     for name, change in ABLATIONS.items():
         variant = dataclasses.replace(cfg, adapt=dataclasses.replace(cfg.adapt, **change))
-        rep = run_adapt_job(app, variant, out / "ablations" / name, base=False, hosts=hosts)
+        folder = out / "ablations" / name
+        rep = run_adapt_job(app, variant, folder, base=False, hosts=hosts)
         rows[name] = {"change": change, "adapted": rep["adapted"]["success_rate"], "env_steps": rep["env_steps"],
                       "rounds": len(rep["rounds"]),
                       "wandering_rate": [r for r in rep["rounds"] if "wandering_rate" in r][-1]["wandering_rate"],
                       "eval_wandering_rate": rep["adapted"].get("wandering_rate"),
                       "step_accuracy": (rep["adapted"].get("grounding") or {}).get("accuracy"),
                       "verifier_precision": rep["verifier"]["precision"]}
+        if default:
+            with RunStore(folder, readonly=True) as variant_store:
+                rows[name]["default_gain"] = paired(eval_outcomes(variant_store, "eval_adapted"), default,
+                                                    seed=cfg.adapt.seed)
         if progress:
             progress("ablation", {"name": name, **rows[name]})
     return rows

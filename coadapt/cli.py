@@ -453,9 +453,10 @@ def adapt(
             elif event == "ceiling":
                 bar.console.print("ceiling: imitating the oracle with the same update budget (reference only)")
             elif event == "ablation":
-                acc = d.get("step_accuracy")
+                acc, c = d.get("step_accuracy"), d.get("default_gain") or {}
                 bar.console.print(f"ablation {d['name']}: adapted {d['adapted']:.3f}"
-                                  + ("" if acc is None else f", step accuracy {acc:.2f}"))
+                                  + ("" if acc is None else f", step accuracy {acc:.2f}")
+                                  + (f"; the default against it {c['gain']:+.3f} ({describe(c)})" if "ci95" in c else ""))
 
         with _adb_server(cfg.devices.devices, adb_port, keep_adb_server), \
                 _ray_hosts(ray, ray_address, cfg) as hosts:

@@ -183,7 +183,8 @@ def _raise(*a, **k):
 
 @pytest.fixture(scope="module")
 def adapted(tmp_path_factory, one_thread):
-    """A 1-round adapt on Todo with every checker raising while the loop runs."""
+    """A 1-round adapt on Todo with every checker raising while the loop runs (and one ablation,
+    adapted behind the same firewall)."""
     out = tmp_path_factory.mktemp("adapt") / "run"
 
     def firewalled(real):
@@ -196,8 +197,9 @@ def adapted(tmp_path_factory, one_thread):
         return call
 
     with mock.patch.object(adapt_loop, "adapt", firewalled(adapt_loop.adapt)), \
-            mock.patch.object(adaptation, "explore_for_adapt", firewalled(adaptation.explore_for_adapt)):
-        report = run_adapt_job("com.example.todo", CoadaptConfig(adapt=TINY), out, ceiling=True)
+            mock.patch.object(adaptation, "explore_for_adapt", firewalled(adaptation.explore_for_adapt)), \
+            mock.patch.dict(adaptation.ABLATIONS, {"no_gate": {"gate": False}}, clear=True):
+        report = run_adapt_job("com.example.todo", CoadaptConfig(adapt=TINY), out, ceiling=True, ablations=True)
     return out, report
 
 
@@ -222,6 +224,12 @@ def test_adapt_runs_behind_the_firewall_and_reports(adapted):
         c = report["comparison"][name]
         assert c["instances"] == report["base"]["n_episodes"] and c["gain"] == pytest.approx(gain, abs=1e-3)
         assert c["ci95"][0] <= c["gain"] <= c["ci95"][1] and 0 < c["p_value"] <= 1
+    # an ablation: adapted from scratch without the gate, paired with the default on the same instances
+    row = report["ablations"]["no_gate"]
+    assert row["change"] == {"gate": False} and (out / "ablations" / "no_gate" / "adapter").is_dir()
+    c = row["default_gain"]
+    assert c["instances"] == report["adapted"]["n_episodes"]
+    assert c["gain"] == pytest.approx(report["adapted"]["success_rate"] - row["adapted"], abs=1e-3)
     store = RunStore.open_readonly(out)
     rounds = store.rounds("adapt")
     assert len(rounds) == len(report["rounds"]) and rounds[0].status in ("finished", "rolled_back")
