@@ -67,7 +67,7 @@ def pair(run: Path, variant: str, seed: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("folder", type=Path, help="a benchmarks/adapt.py output folder (or one run folder)")
+    ap.add_argument("folder", type=Path, nargs="?", help="a benchmarks/adapt.py output folder (or one run folder)")
     ap.add_argument("--variants", default="no_gate,no_turn_credit", help=f"comma-separated, of {', '.join(ABLATIONS)}")
     ap.add_argument("--threads", type=int, help="torch threads per run (default: each run's own)")
     ap.add_argument("--jobs", type=int, default=1, help="variants side by side")
@@ -79,6 +79,8 @@ def main() -> None:
         run_adapt_job(json.loads((run / "report.json").read_text())["app"], cfg, run / "ablations" / variant,
                       base=False)
         return
+    if args.folder is None:
+        ap.error("the folder of finished runs is required")
     variants = args.variants.split(",")
     unknown = [v for v in variants if v not in ABLATIONS]
     if unknown:
