@@ -28,10 +28,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from coadapt.adaptation import ABLATIONS, eval_outcomes, run_adapt_job
+from coadapt.adaptation import ABLATIONS, default_gain, run_adapt_job
 from coadapt.config import CoadaptConfig, from_mapping
 from coadapt.runs import RunStore
-from coadapt.stats import mean_interval, paired
+from coadapt.stats import mean_interval
 
 
 def variant_config(run: Path, variant: str, threads: int | None) -> CoadaptConfig:
@@ -61,8 +61,8 @@ def run_variant(run: Path, variant: str, threads: int | None) -> dict | None:
 
 def pair(run: Path, variant: str, seed: int) -> dict:
     """The default's adapted eval against the variant's, on the instances both evaluated."""
-    with RunStore(run, readonly=True) as default, RunStore(run / "ablations" / variant, readonly=True) as other:
-        return paired(eval_outcomes(other, "eval_adapted"), eval_outcomes(default, "eval_adapted"), seed=seed)
+    with RunStore(run, readonly=True) as default:
+        return default_gain(default, run / "ablations" / variant, seed)
 
 
 def main() -> None:

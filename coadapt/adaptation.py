@@ -219,6 +219,13 @@ def compare(store: RunStore, phase: str, seed: int) -> dict[str, Any]:
     return paired(eval_outcomes(store, "eval_base"), eval_outcomes(store, phase), seed=seed)
 
 
+def default_gain(default: RunStore, variant_folder: Path, seed: int) -> dict[str, Any]:
+    """The default run's adapted eval against a variant's (the run in `variant_folder`), paired on
+    the instances both evaluated: a gain > 0 means the default beats the variant."""
+    with RunStore(variant_folder, readonly=True) as variant:
+        return paired(eval_outcomes(variant, "eval_adapted"), eval_outcomes(default, "eval_adapted"), seed=seed)
+
+
 class AdaptClock:
     """Adaptation wall-clock summed over the processes of a run: a resumed run continues its
     budget (and its report's adapt_wall_clock_s) instead of starting a fresh 15 minutes. Kept in
@@ -326,7 +333,6 @@ def run_ablations(app: str, cfg: CoadaptConfig, out: Path, progress: ProgressFn 
     With the main run's `store`, each row also has `default_gain`: the default's adapted
     success against the variant's, paired on those instances (> 0: the default beats it)."""
     rows = {}
-    default = eval_outcomes(store, "eval_adapted") if store is not None else {}
     for name, change in ABLATIONS.items():
         variant = dataclasses.replace(cfg, adapt=dataclasses.replace(cfg.adapt, **change))
         folder = out / "ablations" / name
@@ -337,10 +343,8 @@ def run_ablations(app: str, cfg: CoadaptConfig, out: Path, progress: ProgressFn 
                       "eval_wandering_rate": rep["adapted"].get("wandering_rate"),
                       "step_accuracy": (rep["adapted"].get("grounding") or {}).get("accuracy"),
                       "verifier_precision": rep["verifier"]["precision"]}
-        if default:
-            with RunStore(folder, readonly=True) as variant_store:
-                rows[name]["default_gain"] = paired(eval_outcomes(variant_store, "eval_adapted"), default,
-                                                    seed=cfg.adapt.seed)
+        if store is not None:
+            rows[name]["default_gain"] = default_gain(store, folder, cfg.adapt.seed)
         if progress:
             progress("ablation", {"name": name, **rows[name]})
     return rows
