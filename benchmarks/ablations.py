@@ -28,7 +28,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from coadapt.adaptation import ABLATIONS, default_gain, run_adapt_job
+from coadapt.adaptation import ABLATIONS, ablation_config, ablation_folder, default_gain, run_adapt_job
 from coadapt.config import CoadaptConfig, from_mapping
 from coadapt.runs import RunStore
 from coadapt.stats import mean_interval
@@ -37,13 +37,14 @@ from coadapt.stats import mean_interval
 def variant_config(run: Path, variant: str, threads: int | None) -> CoadaptConfig:
     """The default run's own config (config.json) with the variant's one change."""
     cfg = from_mapping(CoadaptConfig, json.loads((run / "config.json").read_text())["config"], str(run))
-    model = cfg.model if threads is None else dataclasses.replace(cfg.model, threads=threads)
-    return dataclasses.replace(cfg, model=model, adapt=dataclasses.replace(cfg.adapt, **ABLATIONS[variant]))
+    if threads is not None:
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, threads=threads))
+    return ablation_config(cfg, variant)
 
 
 def run_variant(run: Path, variant: str, threads: int | None) -> dict | None:
     """Adapt one variant beside `run` in its own process (peak RSS per run); its report, or None."""
-    folder = run / "ablations" / variant
+    folder = ablation_folder(run, variant)
     report = folder / "report.json"
     if not report.is_file():
         folder.parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +63,7 @@ def run_variant(run: Path, variant: str, threads: int | None) -> dict | None:
 def pair(run: Path, variant: str, seed: int) -> dict:
     """The default's adapted eval against the variant's, on the instances both evaluated."""
     with RunStore(run, readonly=True) as default:
-        return default_gain(default, run / "ablations" / variant, seed)
+        return default_gain(default, ablation_folder(run, variant), seed)
 
 
 def main() -> None:
@@ -76,7 +77,7 @@ def main() -> None:
     if args.one:
         run, variant = Path(args.one[0]), args.one[1]
         cfg = variant_config(run, variant, args.threads)
-        run_adapt_job(json.loads((run / "report.json").read_text())["app"], cfg, run / "ablations" / variant,
+        run_adapt_job(json.loads((run / "report.json").read_text())["app"], cfg, ablation_folder(run, variant),
                       base=False)
         return
     if args.folder is None:

@@ -46,6 +46,16 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 """Variants run by --ablations: each changes one AdaptConfig field of the default."""
 
 
+def ablation_config(cfg: CoadaptConfig, name: str) -> CoadaptConfig:
+    """`cfg` with ablation `name`'s one change."""
+    return dataclasses.replace(cfg, adapt=dataclasses.replace(cfg.adapt, **ABLATIONS[name]))
+
+
+def ablation_folder(run: Path, name: str) -> Path:
+    """Where ablation `name` of the run in `run` adapts."""
+    return run / "ablations" / name
+
+
 def instances(app: str, space: str, seed: int, per_template: int) -> dict[str, TaskTemplate]:
     """key -> task instance for every template of `app`, `per_template` each, in seed space `space`."""
     out = {}
@@ -334,9 +344,8 @@ def run_ablations(app: str, cfg: CoadaptConfig, out: Path, progress: ProgressFn 
     success against the variant's, paired on those instances (> 0: the default beats it)."""
     rows = {}
     for name, change in ABLATIONS.items():
-        variant = dataclasses.replace(cfg, adapt=dataclasses.replace(cfg.adapt, **change))
-        folder = out / "ablations" / name
-        rep = run_adapt_job(app, variant, folder, base=False, hosts=hosts)
+        folder = ablation_folder(out, name)
+        rep = run_adapt_job(app, ablation_config(cfg, name), folder, base=False, hosts=hosts)
         rows[name] = {"change": change, "adapted": rep["adapted"]["success_rate"], "env_steps": rep["env_steps"],
                       "rounds": len(rep["rounds"]),
                       "wandering_rate": [r for r in rep["rounds"] if "wandering_rate" in r][-1]["wandering_rate"],
