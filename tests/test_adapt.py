@@ -168,6 +168,16 @@ def test_turn_facts_on_an_oracle_episode(oracle_trajs):
     assert any(facts.used) and facts.wandering < 0.5
 
 
+def test_a_pass_is_projected_from_the_last_update_per_sample():
+    # 0.5 s per sample from the last round that trained, plus the latest check
+    rounds = [{"train_samples": 100, "train_seconds": 50.0, "check_seconds": 10.0},
+              {"train_samples": 0, "train_seconds": 0.0, "check_seconds": 12.0}]
+    assert adapt_loop.pass_seconds(rounds, 300) == pytest.approx(150.0 + 12.0)
+    assert adapt_loop.pass_seconds(rounds[:1], 300) == pytest.approx(160.0)
+    assert adapt_loop.pass_seconds([], 300) == 0.0
+    assert adapt_loop.BUDGET_MARGIN > 1
+
+
 def test_config_errors_name_the_field():
     with pytest.raises(ConfigError, match="group_size"):
         AdaptConfig(group_size=1)

@@ -49,6 +49,9 @@ CHECK = "adapt_check"
 """Run-store phase of the keep-or-roll-back checks (greedy, verifier only)."""
 CONSOLIDATE = "consolidate"
 """The `kind` of a round that only imitates verified positives (no rollouts), after the rollout rounds."""
+BUDGET_MARGIN = 1.15
+"""A round or pass is projected this much longer than the last one took (the same pass varies by
+about a tenth on a shared machine), so the budget is not overrun by that variation."""
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
 
@@ -157,6 +160,14 @@ def held_samples(picks: Sequence[tuple[int, str, int]], trajectory: Callable[[in
     return out
 
 
+def pass_seconds(history: Sequence[dict[str, Any]], samples: int) -> float:
+    """Projected seconds of one update over `samples` samples plus its self-check: the time per
+    training sample of the latest round that trained on any, and the latest check."""
+    trained = [h for h in history if int(h.get("train_samples", 0) or 0) > 0]
+    per_sample = float(trained[-1]["train_seconds"]) / int(trained[-1]["train_samples"]) if trained else 0.0
+    return per_sample * samples + float(history[-1].get("check_seconds", 0) if history else 0)
+
+
 def unlabelled_claim(traj: Trajectory, verdict: Verdict) -> bool:
     """An attempt that declared the task infeasible and that the verifier left without a label."""
     return traj.declared == "infeasible" and verdict.p is None and not traj.infra_error
@@ -262,7 +273,8 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         return score, kept, round(time.monotonic() - t0, 1)
 
     def out_of_time(need: float) -> bool:
-        return spent_s + time.monotonic() - started + need > cfg.max_minutes * 60
+        """Whether `need` more seconds, projected BUDGET_MARGIN longer, would pass max_minutes."""
+        return spent_s + time.monotonic() - started + need * BUDGET_MARGIN > cfg.max_minutes * 60
 
     # ------------------------------------------------------------------ resume
     done_rounds = [r for r in store.rounds(PHASE) if r.status in ("finished", "rolled_back")]
@@ -392,9 +404,8 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
                 store.log_metric(f"adapt/{name}", r, float(summary[name]))
         history.append(summary)
         say("round", summary)
-        elapsed = time.monotonic() - started
-        per_round = elapsed / (r + 1 - len(done_rounds))
-        if spent_s + elapsed + per_round > cfg.max_minutes * 60 and r + 1 < cfg.rounds:
+        per_round = (time.monotonic() - started) / (r + 1 - len(done_rounds))
+        if out_of_time(max(per_round, summary["seconds"])) and r + 1 < cfg.rounds:
             log.info("stopping after round %d of %d: the %.1f-minute budget would run out", r + 1, cfg.rounds,
                      cfg.max_minutes)
             break
@@ -409,8 +420,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
     if cfg.update and cfg.consolidate and not ended and len(passes) < cfg.consolidate:
         pool = [*demos, *positive_samples(store, history, [*train_cards, *proposed], memory)]
     while pool and len(passes) < cfg.consolidate:
-        last = history[-1] if history else {}
-        if out_of_time(float(last.get("train_seconds", 0)) + float(last.get("check_seconds", 0))):
+        if out_of_time(pass_seconds(history, len(pool))):
             log.info("consolidation stops after %d pass(es): the %.1f-minute budget would run out", len(passes),
                      cfg.max_minutes)
             break
