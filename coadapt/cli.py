@@ -473,7 +473,8 @@ def adapt(
             table.add_row(name, f"{r['success_rate']:.3f}", str(r["n_episodes"]), f"{r['mean_steps']:.1f}",
                           " / ".join(str(ends.get(k, 0)) for k in ("done", "infeasible", "step_limit")),
                           "-" if g is None else f"{g:.2f}")
-    console.print(table)
+    if table.row_count:  # --no-report evaluates nothing: no empty table
+        console.print(table)
     passes = [r for r in result["rounds"] if r.get("kind") == "consolidate"]
     line = [f"rounds {len(result['rounds']) - len(passes)}"
             + (f" + {len(passes)} consolidation ({sum(1 for r in passes if r.get('kept'))} kept)" if passes else ""),

@@ -174,3 +174,21 @@ def test_adapt_seed_is_the_runs_seed(tmp_path):
         seen.clear()
         CliRunner().invoke(cli, ["adapt", "--app", "com.example.todo", "--out", str(tmp_path / "r2")])
         assert seen["adapt_seed"] == 0
+
+
+def test_adapt_without_report_prints_no_empty_table(tmp_path):
+    """`--no-report` measures no success: the summary holds the adaptation's line, no empty table."""
+    from unittest import mock
+
+    from typer.testing import CliRunner
+
+    from coadapt import adaptation
+    from coadapt.cli import app as cli
+
+    result = {"rounds": [{"round": 0, "kept": True}], "env_steps": 12, "adapt_wall_clock_s": 30.0,
+              "peak_rss_mb": 500.0, "adapter": str(tmp_path / "r" / "adapter")}
+    with mock.patch.object(adaptation, "run_adapt_job", lambda *a, **kw: result):
+        out = CliRunner().invoke(cli, ["adapt", "--app", "com.example.todo", "--no-report", "--out", str(tmp_path / "r")])
+    assert out.exit_code == 0, out.output
+    assert "rounds 1" in out.output and "adapting 30 s" in out.output
+    assert "success" not in out.output and "adapt com.example.todo" not in out.output
