@@ -168,7 +168,10 @@ def test_turn_facts_on_an_oracle_episode(oracle_trajs):
     assert any(facts.used) and facts.wandering < 0.5
 
 
-def test_a_pass_is_projected_from_the_last_update_per_sample():
+def test_rounds_and_passes_are_projected_from_the_measured_ones():
+    assert adapt_loop.round_seconds([{"seconds": 100.0}, {"seconds": 160.0}]) == 160.0  # the last, when longer
+    assert adapt_loop.round_seconds([{"seconds": 200.0}, {"seconds": 100.0}]) == 150.0  # else the mean
+    assert adapt_loop.round_seconds([]) == 0.0
     # 0.5 s per sample from the last round that trained, plus the latest check
     rounds = [{"train_samples": 100, "train_seconds": 50.0, "check_seconds": 10.0},
               {"train_samples": 0, "train_seconds": 0.0, "check_seconds": 12.0}]
@@ -327,6 +330,21 @@ def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
     assert report["rounds"][1]["relabelled_positive"] == 0
     assert all(e.key.startswith("proposed/") for e in store.episodes(phase="adapt", round=1)
                if e.gate == "accepted_positive")
+    store.close()
+
+
+def test_a_run_stopped_by_its_budget_starts_no_round_when_resumed(tmp_path):
+    """The budget is checked before each round: a run that stopped after round 0 because the
+    next round would not fit, resumed (e.g. to add --ceiling), adapts no further."""
+    out = tmp_path / "run"
+    cfg = CoadaptConfig(adapt=AdaptConfig(**{**TINY.__dict__, "rounds": 2, "max_minutes": 0.01}))
+    first = run_adapt_job("com.example.todo", cfg, out, report=False)
+    assert [(r["round"], r["kind"]) for r in first["rounds"]] == [(0, "rollouts")]
+    again = run_adapt_job("com.example.todo", cfg, out, report=False)
+    assert [(r["round"], r["kind"]) for r in again["rounds"]] == [(0, "rollouts")]
+    assert again["env_steps"] == first["env_steps"]
+    store = RunStore.open_readonly(out)
+    assert not store.episodes(phase="adapt", round=1)
     store.close()
 
 

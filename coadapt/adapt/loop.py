@@ -160,6 +160,13 @@ def held_samples(picks: Sequence[tuple[int, str, int]], trajectory: Callable[[in
     return out
 
 
+def round_seconds(history: Sequence[dict[str, Any]]) -> float:
+    """Projected seconds of the next rollout round: the longer of the rounds' mean and the last
+    one (the horizon grows over rounds, and so do they)."""
+    seconds = [float(h.get("seconds", 0)) for h in history]
+    return max(sum(seconds) / len(seconds), seconds[-1]) if seconds else 0.0
+
+
 def pass_seconds(history: Sequence[dict[str, Any]], samples: int) -> float:
     """Projected seconds of one update over `samples` samples plus its self-check: the time per
     training sample of the latest round that trained on any, and the latest check."""
@@ -289,6 +296,12 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
     kind = "rollouts"
 
     for r in range(len(done_rounds), 0 if passes else cfg.rounds):
+        # Checked before each round, not after, so a resumed run whose rounds stopped for the
+        # budget does not start another one.
+        if history and out_of_time(round_seconds(history)):
+            log.info("stopping after round %d of %d: the %.1f-minute budget would run out", r, cfg.rounds,
+                     cfg.max_minutes)
+            break
         t_round = time.monotonic()
         store.start_round(PHASE, r)
         # ------------------------------------------------------------------ rollouts
@@ -404,11 +417,6 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
                 store.log_metric(f"adapt/{name}", r, float(summary[name]))
         history.append(summary)
         say("round", summary)
-        per_round = (time.monotonic() - started) / (r + 1 - len(done_rounds))
-        if out_of_time(max(per_round, summary["seconds"])) and r + 1 < cfg.rounds:
-            log.info("stopping after round %d of %d: the %.1f-minute budget would run out", r + 1, cfg.rounds,
-                     cfg.max_minutes)
-            break
 
     # ------------------------------------------------------------------ consolidation
     # What the budget has left goes to imitating every verified positive so far (the proposals'
