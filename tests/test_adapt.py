@@ -457,6 +457,31 @@ def test_trainer_skips_tokens_the_constrained_decoder_cannot_emit(oracle_trajs, 
     assert all(torch.isfinite(p).all() for p in policy.model.parameters())
 
 
+def test_reference_log_probs_are_computed_once_per_sample(oracle_trajs, one_thread):
+    """A consolidation pool is trained on pass after pass: the reference policy (adapter off) scores
+    each sample once, and what it gave then is what scoring it again after the updates gives."""
+    from coadapt.adapt.trainer import LoraTrainer, TrainSample
+    from coadapt.policy.agent import BUNDLED_MODEL, load_policy
+    from coadapt.policy.prompt import PolicyInput
+
+    policy = load_policy(BUNDLED_MODEL).policy
+    samples = [TrainSample(PolicyInput(s.obs, t.goal, ()), tuple(policy.target_ids("back")), (), 0.0, imitate=True)
+               for t in oracle_trajs for s in t.steps[:2]]
+    trainer = LoraTrainer(policy, AdaptConfig(epochs=1, batch_size=4))
+    real = policy.score_batch
+    with mock.patch.object(policy, "score_batch", side_effect=real) as scored:
+        trainer.update(samples)
+        first = scored.call_count
+        trainer.update(samples)
+        again = scored.call_count - first
+    assert (first, again) == (4, 2)  # 2 reference + 2 training batches, then the training batches alone
+    cached = [trainer._refs[s] for s in samples]
+    trainer._refs.clear()
+    parts = [policy.prepare(PolicyInput(s.inp.observation, s.inp.goal, s.inp.history), s.token_ids) for s in samples]
+    fresh = trainer._reference(samples, parts)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(cached, fresh))
+
+
 @pytest.mark.parametrize("kind", ["anchor", "preserve"])
 def test_a_kl_only_turn_holds_its_odds_where_imitation_moves_them(oracle_trajs, one_thread, kind):
     """Imitating `done` on a screen moves the odds of another answer there (an unlabelled claim of

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+import weakref
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -50,6 +51,9 @@ class LoraTrainer:
                 policy.add_adapter(LoraSettings(r=cfg.lora_r, alpha=cfg.lora_alpha))
         self.params = policy.trainable_parameters()
         self.opt = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=0.0)
+        # The reference (adapter off) never changes: a sample's log-probs under it are computed once,
+        # and kept while the sample lives (a consolidation pool is trained on pass after pass).
+        self._refs: weakref.WeakKeyDictionary[TrainSample, torch.Tensor] = weakref.WeakKeyDictionary()
 
     def update(self, samples: Sequence[TrainSample], seed: int = 0) -> dict[str, Any]:
         """Train on `samples` for cfg.epochs; returns loss, KL, clipped share and counts."""
@@ -87,15 +91,17 @@ class LoraTrainer:
 
     @torch.no_grad()
     def _reference(self, samples: Sequence[TrainSample], parts: Sequence[dict]) -> list[torch.Tensor]:
-        """Log-probs of the sampled tokens under the reference policy (adapter off)."""
-        out: list[torch.Tensor] = []
+        """Log-probs of the sampled tokens under the reference policy (adapter off); those of a
+        sample an earlier update scored are reused."""
+        todo = [i for i, s in enumerate(samples) if s not in self._refs]
         with self.policy.adapter_disabled():
-            for start in range(0, len(samples), self.cfg.batch_size):
-                batch = samples[start : start + self.cfg.batch_size]
-                batch_parts = parts[start : start + self.cfg.batch_size]
-                logp, mask = self.policy.score_batch(self.policy.collate(batch_parts), [s.inp for s in batch])
-                out += [row[m.bool()].detach() for row, m in zip(logp, mask)]
-        return out
+            for start in range(0, len(todo), self.cfg.batch_size):
+                idx = todo[start : start + self.cfg.batch_size]
+                logp, mask = self.policy.score_batch(self.policy.collate([parts[i] for i in idx]),
+                                                     [samples[i].inp for i in idx])
+                for i, row, m in zip(idx, logp, mask):
+                    self._refs[samples[i]] = row[m.bool()].detach()
+        return [self._refs[s] for s in samples]
 
     def _loss(self, batch: Sequence[TrainSample], refs: Sequence[torch.Tensor], logp: torch.Tensor,
               mask: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
