@@ -16,7 +16,7 @@ from .actions import (
     Action, Back, Done, Enter, Home, Infeasible, Invalid, LongPress, OpenApp, Scroll, Swipe, Tap, Type, Wait,
 )
 from .device import Device
-from .errors import DeviceError, EnvError
+from .errors import AppError, DeviceError, EnvError
 from .observation import Observation
 from .uitree import Bounds, UiElement
 
@@ -229,7 +229,10 @@ class AndroidEnv:
                 if package is None:
                     known = ", ".join(sorted(self.app_names)) or "none"
                     return None, f"no app named {name!r}; known: {known}"
-                d.launch(package)
+                try:
+                    d.launch(package)
+                except AppError as e:  # the agent named a package the device lacks: its mistake, not a fault
+                    return None, str(e)
             case Wait(seconds=s):
                 d.wait(s)
             case Done() | Infeasible() | Invalid():

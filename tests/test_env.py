@@ -94,6 +94,13 @@ def test_invalid_and_bad_index_cost_a_step(env):
     assert r.truncated and not r.terminated
 
 
+def test_opening_a_package_the_device_lacks_is_an_invalid_step(env):
+    env.reset(OpenNotes(max_steps=3))
+    r = env.step(A.OpenApp("com.example.nowhere"))
+    assert r.info.invalid and not r.info.infra_error and "not installed" in r.info.error
+    assert not (r.terminated or r.truncated), "the episode goes on"
+
+
 def test_open_app_by_label_and_package(env):
     env.reset(OpenNotes())
     env.step(A.Home())
