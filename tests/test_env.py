@@ -165,3 +165,34 @@ def test_settle_uses_the_injected_sleep():
     env.reset(OpenNotes())
     env.step(A.Back())
     assert slept == [0.5]
+
+
+# --------------------------------------------------------------------------- whatever a model writes
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_words = st.text(min_size=1, max_size=30).filter(lambda s: s.strip() != "")
+_names = _words | st.sampled_from(["notes", "Settings", "com.example.notes", "com.example.nowhere", "a.b", "."])
+_index = st.integers(0, 60)
+_point = st.tuples(st.integers(0, 800), st.integers(0, 1700))  # past the 720x1600 screen too
+_dirs = st.sampled_from(["up", "down", "left", "right"])
+_any_action = st.one_of(
+    st.builds(A.Tap, index=_index), _point.map(lambda p: A.Tap(x=p[0], y=p[1])),
+    st.builds(A.LongPress, index=_index), st.builds(A.Scroll, _dirs, index=st.none() | _index),
+    st.builds(A.Swipe, _dirs, index=st.none() | _index), st.builds(A.Type, _words, index=st.none() | _index,
+                                                                    clear=st.booleans()),
+    st.builds(A.OpenApp, _names), st.builds(A.Wait, st.floats(0.001, 60)), st.just(A.Back()), st.just(A.Home()),
+    st.just(A.Enter()), st.builds(A.Invalid, st.text(max_size=30)),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(_any_action, min_size=1, max_size=12))
+def test_no_action_a_model_can_write_ends_an_episode_by_raising(env, steps):
+    """An agent's mistakes are invalid steps; only a device fault (infra_error) is not the agent's."""
+    env.reset(OpenNotes(max_steps=len(steps)))
+    for i, action in enumerate(steps):
+        r = env.step(action)
+        assert not r.info.infra_error, r.info.error
+        assert r.truncated == (i == len(steps) - 1) and not r.terminated
