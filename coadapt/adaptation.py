@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from coadapt.adapt.gate import ACCEPTED_POSITIVE
 from coadapt.android_env.env import AndroidEnv
-from coadapt.android_env.errors import ConfigError
+from coadapt.android_env.errors import CoadaptError, ConfigError
 from coadapt.apps import app_class, label_map
 from coadapt.config import CoadaptConfig, to_dict
 from coadapt.evaluation import GroundTruth, build_report, newest_finished
@@ -100,10 +100,16 @@ def run_adapt_job(app: str, cfg: CoadaptConfig, out: Path, *, report: bool = Tru
     package = app_class(app).package
     if cfg.model.model in ("oracle", "random"):
         raise ConfigError(f"adapt needs a model policy to update, not {cfg.model.model!r}")
+    existed, fresh = out.exists(), not (out / "run.db").exists()
     store = RunStore(out, screens=cfg.devices.screens)
     try:
         return _run(app, package, cfg, out, store, report=report, base=base, ablations=ablations, ceiling=ceiling,
                     say=say, hosts=hosts)
+    except CoadaptError:
+        if fresh and store.holds_nothing():  # e.g. a mistyped --model: the corrected command may reuse --out
+            store.close()
+            store.remove(folder_too=not existed)
+        raise
     finally:
         store.close()
 

@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from coadapt.android_env.errors import CoadaptError, ConfigError
@@ -22,7 +23,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
+console = Console(markup=False, soft_wrap=True)  # printed paths and goals may hold [ ]; piped logs keep one line per message
 
 
 @app.callback()
@@ -55,6 +56,11 @@ def show(
 
     if (app_name is None) == (task is None):
         raise typer.BadParameter("give one of --app or --task", param_hint="--app/--task")
+    if out is not None and out.suffix.lower() != ".png":
+        raise ConfigError(f"--out {out}: the screenshot is written as PNG; give a path ending in .png")
+    for path, flag in ((out, "--out"), (xml, "--xml")):
+        if path is not None and not path.parent.is_dir():
+            raise ConfigError(f"{flag} {path}: folder {path.parent} does not exist")
     device = SimDevice(make_apps(), SimConfig(seed=seed))
     if task is not None:
         from coadapt.rollout import TaskCard
@@ -158,7 +164,7 @@ _KEEP_ADB = typer.Option(False, "--keep-adb-server", help="Leave running an adb 
                          "for --devices (by default it is stopped when the command ends).")
 _RAY = typer.Option(False, "--ray", help="Play episodes on Ray: device-host actors (one per simulated phone or ADB "
                     "serial) and a policy server; joins the cluster in $RAY_ADDRESS, else starts a local Ray for the "
-                    "job. Needs pip install 'coadapt[ray]' (docs/scale.md).")
+                    "job. Needs pip install 'coadapt\\[ray]' (docs/scale.md).")
 _RAY_ADDRESS = typer.Option(None, "--ray-address", help="Join this Ray cluster (implies --ray), e.g. auto or "
                             "head-node:6379; its nodes declare the coadapt_devices resource.")
 _SCREENS = typer.Option(None, "--screens", help="Screenshots saved in the run folder: all, changed (a screen identical to one "
@@ -571,7 +577,7 @@ def _explore_summary(folder: Path, package: str, policy: str, steps: int, runs: 
                   str(len(result.proposals)), str(len(result.memory.splitlines())))
     console.print(table)
     for p in result.proposals[:10]:
-        console.print(f"  \\[{p.kind}] {p.goal}  ({len(p.actions)} actions)", markup=True)
+        console.print(f"  [{p.kind}] {p.goal}  ({len(p.actions)} actions)")
     if len(result.proposals) > 10:
         console.print(f"  ... {len(result.proposals) - 10} more in {folder / 'report.json'}")
     console.print(f"graph: {folder / 'utg.json'}   report: {folder / 'report.json'}")
@@ -595,7 +601,13 @@ def dashboard(
         credentials = (user, password)
     if not runs.is_dir():
         raise ConfigError(f"runs folder {runs} does not exist (give --runs DIR, the folder your runs are written to)")
-    demo, url = serve(runs, host=host, port=port, auth=credentials)
+    if not 0 < port < 65536:
+        raise ConfigError(f"--port {port} is not a TCP port (1-65535)")
+    try:
+        demo, url = serve(runs, host=host, port=port, auth=credentials)
+    except OSError as e:  # most often the port is taken (another dashboard, any Gradio app on 7860)
+        raise ConfigError(f"cannot serve on {host}:{port} ({e.strerror or 'port in use'}); "
+                          "pick another with --port") from None
     console.print(f"dashboard on {url} over {runs.resolve()} (read-only); Ctrl+C stops it")
     try:
         demo.block_thread()
@@ -816,7 +828,7 @@ def main() -> None:
     try:
         app()
     except CoadaptError as e:
-        console.print(f"[bold red]error:[/] {e}", soft_wrap=True)  # one line, however long
+        console.print(f"[bold red]error:[/] {escape(str(e))}", markup=True)  # one line, however long
         raise SystemExit(2) from None
 
 

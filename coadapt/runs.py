@@ -311,6 +311,10 @@ class RunStore:
             raise RunStoreError(f"{self.folder} is a file, not a run folder")
         if (readonly or not create) and not self.db_path.is_file():
             raise RunStoreError(f"{self.folder} is not a run folder (no run.db)")
+        if not readonly and not self.db_path.is_file() and self.folder.is_dir() \
+                and any(p.name != ".lock" for p in self.folder.iterdir()):
+            raise RunStoreError(f"{self.folder} holds files but no run (no run.db); give an empty or new folder as "
+                                f"--out, so nothing of yours is overwritten")
         if readonly:
             self._db = self._connect_readonly()
         else:
@@ -455,6 +459,22 @@ class RunStore:
         with self._lock:
             tables = [r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
             return {t: {r[1] for r in self._db.execute(f"PRAGMA table_info({t})")} for t in tables}
+
+    _OWN_FILES = ("run.db", "run.db-wal", "run.db-shm", "config.json", ".lock")
+
+    def holds_nothing(self) -> bool:
+        """True while the folder holds no episode, no round and no file but the store's own and
+        config.json: a job that failed this early can `remove` it without losing anything."""
+        with self._lock:
+            episodes = self._db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+        return episodes == 0 and not self.rounds() and all(p.name in self._OWN_FILES for p in self.folder.iterdir())
+
+    def remove(self, *, folder_too: bool) -> None:
+        """Delete a closed store's own files (and the folder, if `folder_too` and then empty)."""
+        for name in self._OWN_FILES:
+            (self.folder / name).unlink(missing_ok=True)
+        if folder_too and not any(self.folder.iterdir()):
+            self.folder.rmdir()
 
     def close(self) -> None:
         """Close the database and release the folder's write lock; safe to call twice."""

@@ -192,3 +192,40 @@ def test_adapt_without_report_prints_no_empty_table(tmp_path):
     assert out.exit_code == 0, out.output
     assert "rounds 1" in out.output and "adapting 30 s" in out.output
     assert "success" not in out.output and "adapt com.example.todo" not in out.output
+
+
+def test_paths_and_ports_users_get_wrong_are_one_line_errors(tmp_path):
+    """Brackets in paths survive into the message; files the user owns are never overwritten; a
+    failed adapt leaves no folder that would refuse the corrected command."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "config.json").write_text('{"mine": true}')
+    cases = [
+        (("eval", "--suite", "smoke", "--adapter", "runs/sweep[lr=1e-3]/adapter"), "runs/sweep[lr=1e-3]/adapter"),
+        (("eval", "--suite", "[/draft].yaml"), "[/draft].yaml"),
+        (("eval", "--suite", "smoke", "--policy", "oracle", "--out", "mine"), "holds files but no run"),
+        (("show", "--app", "notes", "--out", "nodir/s.png"), "does not exist"),
+        (("show", "--app", "notes", "--out", "s.txt"), "ending in .png"),
+        (("show", "--app", "notes", "--xml", "nodir/s.xml"), "does not exist"),
+        (("dashboard", "--runs", ".", "--port", "70000"), "not a TCP port"),
+        (("adapt", "--app", "com.example.todo", "--model", "nope", "--out", "typo"), "no model folder"),
+        (("adapt", "--app", "com.example.todo", "--adapter", "nope", "--out", "typo"), "no adapter folder"),
+    ]
+    for args, message in cases:
+        out = run(*args, cwd=tmp_path)
+        assert out.returncode == 2, (args, out.stdout, out.stderr[-2000:])
+        lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], (args, out.stdout)
+    assert json.loads((tmp_path / "mine" / "config.json").read_text()) == {"mine": True}
+    assert not (tmp_path / "typo").exists(), "the second adapt above was not refused as 'a different adapt run'"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+
+
+def test_a_busy_dashboard_port_is_a_one_line_error(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        out = run("dashboard", "--runs", str(tmp_path), "--port", str(s.getsockname()[1]))
+    assert out.returncode == 2 and out.stdout.startswith("error: cannot serve on 127.0.0.1:"), out.stdout + out.stderr
+    assert "--port" in out.stdout and "Traceback" not in out.stderr
