@@ -9,7 +9,6 @@ attempts on a fresh phone and asking their checkers.
 from __future__ import annotations
 
 import dataclasses
-import resource
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -28,6 +27,7 @@ from coadapt.stats import paired
 from coadapt.tasks.base import TaskTemplate
 from coadapt.tasks.registry import templates_for_app
 from coadapt.tasks.suite import instance_seed
+from coadapt.totals import JobTotals, peak_rss_mb
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
 
@@ -72,10 +72,6 @@ def adapt_cards(app: str, seed: int, per_template: int) -> tuple[list[TaskCard],
     cards = [TaskCard.from_template(t, key) for key, t in built.items()]
     check = [c for c in cards if c.key.endswith(f"adapt{per_template}")]
     return [c for c in cards if c not in check], check
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def replay_success(card: TaskCard, task: TaskTemplate, actions: list, device, declared, answer) -> float:
@@ -125,7 +121,8 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     identity = {"app": package, "model": cfg.model.model, "adapter": cfg.model.adapter, "adapt": to_dict(a)}
     store.claim("adapt", identity)
     store.write_json("config.json", {"kind": "adapt", **identity, "config": to_dict(cfg)})
-    t_start = time.monotonic()
+    totals = JobTotals(store, "adapt_job_totals")  # a resumed or re-run job reports every process's
+    say = totals.ticking(say)
     agents = build_policy(cfg.model, temperature=a.temperature)
     assert isinstance(agents, VLMAgentPolicy)
     pool = build_pool(cfg.devices)
@@ -173,7 +170,9 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     # ------------------------------------------------------------------ adaptation (no ground truth)
     clock = AdaptClock(store)
     proposals, base_card = explore_for_adapt(package, a, pool, out / "explore", agents, say, hosts=hosts)
-    result["explore"] = {"proposals": len(proposals), "wall_clock_s": round(clock.this_process(), 1),
+    if store.get_meta("explore_wall_clock_s") is None:  # explored now, not reloaded from an earlier process
+        store.set_meta("explore_wall_clock_s", round(clock.this_process(), 1))
+    result["explore"] = {"proposals": len(proposals), "wall_clock_s": store.get_meta("explore_wall_clock_s"),
                          "memory_lines": len(agents.memory.get(package, "").splitlines())}
     summary = adapt(agents, pool, store, train_cards, check_cards, a, verifier, out_dir=out, settings=settings,
                     progress=clock.ticking(say), proposals=proposals if a.proposals else (), proposal_base=base_card,
@@ -215,9 +214,8 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
             result.setdefault("comparison", {})["ceiling"] = compare(store, "eval_ceiling", a.seed)
     if ablations:
         result["ablations"] = run_ablations(app, cfg, out, progress=say, hosts=hosts, store=store)
-    result["wall_clock_s"] = round(time.monotonic() - t_start, 1)
-    result["peak_rss_mb"] = round(peak_rss_mb(), 1)
-    result["peak_rss_mb_by_phase"] = rss  # the process peak so far, at the end of each phase
+    result["wall_clock_s"], result["peak_rss_mb"] = totals.save()  # over every process of the run
+    result["peak_rss_mb_by_phase"] = rss  # this process's peak so far, at the end of each phase
     result["disk_mb"] = round(store.disk_bytes() / 2**20, 1)
     store.write_json("report.json", result)
     return result

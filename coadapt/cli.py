@@ -322,10 +322,10 @@ def _ray_hosts(use: bool, address: str | None, cfg):
 
 
 def _eval_on_devices(cfg, s, pol, store, templates, hosts=None) -> dict:
-    """Play the suite on the configured devices (or Ray hosts) with a progress bar; the report with its wall time."""
-    import time as _time
-
+    """Play the suite on the configured devices (or Ray hosts) with a progress bar; the report with
+    its wall time and peak RSS, summed and maxed over every process that played it."""
     from coadapt.evaluation import run_suite
+    from coadapt.totals import JobTotals
     from coadapt.wiring import build_pool, rollout_settings
 
     pool = build_pool(cfg.devices) if hosts is None else None
@@ -333,20 +333,20 @@ def _eval_on_devices(cfg, s, pol, store, templates, hosts=None) -> dict:
         console.print(f"devices: {cfg.devices.devices} (through the adb server)")
     if hosts is not None:
         console.print(f"ray: {len(hosts.hosts)} device host(s)")
-    t0 = _time.perf_counter()
+    totals = JobTotals(store, "eval_job_totals")  # a resumed eval reports every process's time
     with _progress_bar("eval") as bar:
         tid = bar.add_task(f"{s.name} / {pol.name}", total=None)
 
-        def progress(event: str, data: dict) -> None:
+        def show(event: str, data: dict) -> None:
             if event == "start":
                 bar.update(tid, total=data["total"], completed=data["done"])
             else:
                 bar.advance(tid)
 
-        report = run_suite(s, pol, pool, store, k=cfg.eval.k, space=cfg.eval.space, progress=progress,
+        report = run_suite(s, pol, pool, store, k=cfg.eval.k, space=cfg.eval.space, progress=totals.ticking(show),
                            settings=rollout_settings(cfg.devices), templates=templates,
                            adapter=cfg.model.adapter, hosts=hosts)
-    report["wall_seconds"] = round(_time.perf_counter() - t0, 2)
+    report["wall_seconds"], report["peak_rss_mb"] = totals.save()
     return report
 
 

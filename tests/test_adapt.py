@@ -320,6 +320,7 @@ def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
     # the budget and the report count the killed process's time too, not only the resumed one's
     assert spent_before_kill > 0
     assert report["adapt_wall_clock_s"] > spent_before_kill
+    assert report["wall_clock_s"] > report["adapt_wall_clock_s"] and report["explore"]["wall_clock_s"] > 0
     assert (out / "explore" / "proposals.json").read_text() == proposals  # the exploration was not redone
     store = RunStore.open_readonly(out)
     again = {(e.key, e.attempt): e.id for e in store.episodes(phase="adapt", round=1) if e.status == "finished"}
@@ -343,6 +344,9 @@ def test_a_run_stopped_by_its_budget_starts_no_round_when_resumed(tmp_path):
     again = run_adapt_job("com.example.todo", cfg, out, report=False)
     assert [(r["round"], r["kind"]) for r in again["rounds"]] == [(0, "rollouts")]
     assert again["env_steps"] == first["env_steps"]
+    # the re-run's report keeps what the first process spent, not only its own few seconds
+    assert first["explore"]["wall_clock_s"] > 0 and again["explore"]["wall_clock_s"] == first["explore"]["wall_clock_s"]
+    assert again["wall_clock_s"] > first["wall_clock_s"] and again["peak_rss_mb"] >= first["peak_rss_mb"]
     store = RunStore.open_readonly(out)
     assert not store.episodes(phase="adapt", round=1)
     store.close()

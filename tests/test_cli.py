@@ -229,3 +229,13 @@ def test_a_busy_dashboard_port_is_a_one_line_error(tmp_path):
         out = run("dashboard", "--runs", str(tmp_path), "--port", str(s.getsockname()[1]))
     assert out.returncode == 2 and out.stdout.startswith("error: cannot serve on 127.0.0.1:"), out.stdout + out.stderr
     assert "--port" in out.stdout and "Traceback" not in out.stderr
+
+
+def test_a_finished_eval_run_again_keeps_its_wall_clock_and_memory(tmp_path):
+    first = run("eval", "--suite", "smoke", "--policy", "oracle", "--out", "e", cwd=tmp_path)
+    report = json.loads((tmp_path / "e" / "report.json").read_text())
+    again = run("eval", "--suite", "smoke", "--policy", "oracle", "--out", "e", cwd=tmp_path)
+    rerun = json.loads((tmp_path / "e" / "report.json").read_text())
+    assert first.returncode == again.returncode == 0, first.stdout + again.stdout
+    assert report["wall_seconds"] > 0 and rerun["wall_seconds"] >= report["wall_seconds"]
+    assert rerun["peak_rss_mb"] >= report["peak_rss_mb"] > 0
