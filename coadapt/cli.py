@@ -350,6 +350,14 @@ def _eval_on_devices(cfg, s, pol, store, templates, hosts=None) -> dict:
     return report
 
 
+def _over_budget(result: dict) -> str:
+    """" (over the N-minute budget)" when adapting took longer than max_minutes, else ""."""
+    minutes = (result.get("config") or {}).get("max_minutes")
+    if minutes is None or result["adapt_wall_clock_s"] <= minutes * 60:
+        return ""
+    return f" (over the {minutes:g}-minute budget)"
+
+
 def _folder_name(name: str) -> str:
     """`name` as one path component: a default run folder stays directly under runs/."""
     return re.sub(r"[^\w.+-]", "_", name).lstrip(".") or "run"
@@ -385,7 +393,8 @@ def adapt(
     rounds: Optional[int] = typer.Option(None, help="Adaptation rounds. Default 3."),
     group_size: Optional[int] = typer.Option(None, "--k", "--group-size", help="Sampled attempts per task card. Default 4."),
     objective: Optional[str] = typer.Option(None, help="grpo, rloo, reinforce_pp or sft. Default grpo."),
-    minutes: Optional[float] = typer.Option(None, help="Wall-clock budget of the adaptation in minutes. Default 15."),
+    minutes: Optional[float] = typer.Option(None, help="Wall-clock budget of the adaptation in minutes, exploration included. Default 15. "
+                                          "A round or consolidation pass starts only if it is projected to fit; the first round always runs."),
     eval_instances: Optional[int] = typer.Option(None, help="Eval instances per template in the before/after report. Default 10."),
     report: bool = typer.Option(True, "--report/--no-report", help="Measure base and adapted success by ground truth (after adapting)."),
     ceiling: bool = typer.Option(False, "--ceiling", help="Also report a ceiling: the loop's update budget spent imitating "
@@ -485,7 +494,8 @@ def adapt(
     line = [f"rounds {len(result['rounds']) - len(passes)}"
             + (f" + {len(passes)} consolidation ({sum(1 for r in passes if r.get('kept'))} kept)" if passes else ""),
             f"env steps {result['env_steps']}",
-            f"adapting {result['adapt_wall_clock_s']:.0f} s", f"peak RSS {result['peak_rss_mb']:.0f} MB"]
+            f"adapting {result['adapt_wall_clock_s']:.0f} s" + _over_budget(result),
+            f"peak RSS {result['peak_rss_mb']:.0f} MB"]
     if "gain" in result:
         c = (result.get("comparison") or {}).get("adapted") or {}
         line.insert(0, f"gain {result['gain']:+.3f}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import re
 import subprocess
@@ -334,12 +335,14 @@ def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
     store.close()
 
 
-def test_a_run_stopped_by_its_budget_starts_no_round_when_resumed(tmp_path):
+def test_a_run_stopped_by_its_budget_starts_no_round_when_resumed(tmp_path, caplog):
     """The budget is checked before each round: a run that stopped after round 0 because the
     next round would not fit, resumed (e.g. to add --ceiling), adapts no further."""
     out = tmp_path / "run"
     cfg = CoadaptConfig(adapt=AdaptConfig(**{**TINY.__dict__, "rounds": 2, "max_minutes": 0.01}))
-    first = run_adapt_job("com.example.todo", cfg, out, report=False)
+    with caplog.at_level(logging.WARNING, logger="coadapt.adapt.loop"):
+        first = run_adapt_job("com.example.todo", cfg, out, report=False)
+    assert "budget was spent before the first round" in caplog.text, "an overrun budget is said, not silent"
     assert [(r["round"], r["kind"]) for r in first["rounds"]] == [(0, "rollouts")]
     again = run_adapt_job("com.example.todo", cfg, out, report=False)
     assert [(r["round"], r["kind"]) for r in again["rounds"]] == [(0, "rollouts")]

@@ -190,8 +190,12 @@ def test_adapt_without_report_prints_no_empty_table(tmp_path):
     with mock.patch.object(adaptation, "run_adapt_job", lambda *a, **kw: result):
         out = CliRunner().invoke(cli, ["adapt", "--app", "com.example.todo", "--no-report", "--out", str(tmp_path / "r")])
     assert out.exit_code == 0, out.output
-    assert "rounds 1" in out.output and "adapting 30 s" in out.output
+    assert "rounds 1" in out.output and "adapting 30 s" in out.output and "budget" not in out.output
     assert "success" not in out.output and "adapt com.example.todo" not in out.output
+    result.update(adapt_wall_clock_s=303.0, config={"max_minutes": 1.0})  # the first round always runs
+    with mock.patch.object(adaptation, "run_adapt_job", lambda *a, **kw: result):
+        out = CliRunner().invoke(cli, ["adapt", "--app", "com.example.todo", "--no-report", "--out", str(tmp_path / "r")])
+    assert "adapting 303 s (over the 1-minute budget)" in out.output, out.output
 
 
 def test_paths_and_ports_users_get_wrong_are_one_line_errors(tmp_path):

@@ -302,6 +302,10 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             log.info("stopping after round %d of %d: the %.1f-minute budget would run out", r, cfg.rounds,
                      cfg.max_minutes)
             break
+        if not history and out_of_time(0.0):  # the first round runs whatever the budget: a run adapts
+            log.warning("the %.1f-minute budget was spent before the first round (%.0f s on exploration and "
+                        "the first check); running that round anyway, and no other", cfg.max_minutes,
+                        spent_s + time.monotonic() - started)
         t_round = time.monotonic()
         store.start_round(PHASE, r)
         # ------------------------------------------------------------------ rollouts
