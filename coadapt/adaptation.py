@@ -135,7 +135,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     eval_cards = [TaskCard.from_template(t, k) for k, t in eval_tasks.items()]
     result: dict[str, Any] = {"app": package, "model": cfg.model.model, "run_folder": str(out),
                               "adapt_cards": len(train_cards), "check_cards": len(check_cards),
-                              "eval_instances": len(eval_cards), "config": to_dict(a)}
+                              "eval_cards": len(eval_cards), "config": to_dict(a)}
 
     def evaluate(phase: str, who: VLMAgentPolicy | None = None) -> dict[str, Any]:
         from coadapt.adapt.loop import greedy

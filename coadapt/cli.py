@@ -118,7 +118,7 @@ def _print_eval_report(report: dict, title: str) -> None:
 @app.command("tasks")
 def tasks_cmd(
     app_name: Optional[str] = typer.Option(None, "--app", help="Only this app (package or label)."),
-    group: Optional[str] = typer.Option(None, help="Only seen or unseen apps."),
+    group: Optional[str] = typer.Option(None, help="Only seen or unseen apps (all: both)."),
 ) -> None:
     """List the task templates (names to use in suite files)."""
     from coadapt.apps import SEEN_APPS
@@ -286,6 +286,7 @@ def eval_cmd(
     with _adb_server(cfg.devices.devices, adb_port, keep_adb_server), _ray_hosts(ray, ray_address, cfg) as hosts:
         report = _eval_on_devices(cfg, s, pol, store, templates, hosts)
     report["run_folder"] = str(folder)
+    report["model"], report["adapter"] = cfg.model.model, cfg.model.adapter  # what `policy` names, as paths
     report["disk_mb"] = round(store.disk_bytes() / 2**20, 1)
     store.write_json("report.json", report)
     store.close()
@@ -396,7 +397,7 @@ def adapt(
     minutes: Optional[float] = typer.Option(None, help="Wall-clock budget of the adaptation in minutes, exploration included. Default 15. "
                                           "A round or consolidation pass starts only if it is projected to fit; the first round always runs."),
     eval_instances: Optional[int] = typer.Option(None, help="Eval instances per template in the before/after report. Default 10."),
-    report: bool = typer.Option(True, "--report/--no-report", help="Measure base and adapted success by ground truth (after adapting)."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Measure success by ground truth on fresh eval instances: the base policy before adapting, the adapted one after (report only)."),
     ceiling: bool = typer.Option(False, "--ceiling", help="Also report a ceiling: the loop's update budget spent imitating "
                                  "the oracle on the adapt instances (ground truth; a reference line, not the method)."),
     ablations: bool = typer.Option(False, "--ablations", help="Also adapt from scratch once per variant: no gate, no turn credit, no relabelling, each "
@@ -704,7 +705,7 @@ def pretrain(
     data.update({k: v for k, v in overrides.items() if v is not None})
     if warmup_steps is not None:
         data["warmup_steps"] = warmup_steps
-    elif "warmup_steps" not in data and steps is not None and steps <= PretrainConfig.warmup_steps:
+    elif "warmup_steps" not in data and steps is not None and 0 < steps <= PretrainConfig.warmup_steps:
         data["warmup_steps"] = steps // 10  # a short smoke run: warm up over a tenth of it
         console.print(f"warm-up: {data['warmup_steps']} steps (a tenth of --steps; set --warmup-steps to change)")
     if demos_per_task is not None:
@@ -788,7 +789,7 @@ def emulator_start(
 
 @emulator_app.command("list")
 def emulator_list() -> None:
-    """Virtual devices started here (with their health) and every device the adb server sees."""
+    """Virtual devices started here, with their health and the state the adb server gives them (`adb devices` lists the rest)."""
     from coadapt.emulator.manager import list_virtual_devices
 
     table = Table(title="virtual devices")

@@ -53,4 +53,5 @@ def test_eval_with_a_model_folder_and_an_adapter(model_dirs, tmp_path):
     assert raw and all(r is not None for r in raw), "the model's raw output is stored with every step"
     adapted, raw_adapted = _eval(model, tmp_path / "adapted", adapter)
     assert adapted["n_episodes"] == 12 and adapted["policy"].endswith("+" + adapter.name)
+    assert adapted["adapter"] == str(adapter) and adapted["model"] == str(model) and report["adapter"] is None
     assert raw_adapted != raw, "the adapter was loaded and changes what the model writes"
