@@ -9,7 +9,6 @@ attempts on a fresh phone and asking their checkers.
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -27,7 +26,7 @@ from coadapt.stats import paired
 from coadapt.tasks.base import TaskTemplate
 from coadapt.tasks.registry import templates_for_app
 from coadapt.tasks.suite import instance_seed
-from coadapt.totals import JobTotals, peak_rss_mb
+from coadapt.totals import AdaptClock, JobTotals, peak_rss_mb
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
 
@@ -238,37 +237,6 @@ def default_gain(default: RunStore, variant_folder: Path, seed: int) -> dict[str
     the instances both evaluated: a gain > 0 means the default beats the variant."""
     with RunStore(variant_folder, readonly=True) as variant:
         return paired(eval_outcomes(variant, "eval_adapted"), eval_outcomes(default, "eval_adapted"), seed=seed)
-
-
-class AdaptClock:
-    """Adaptation wall-clock summed over the processes of a run: a resumed run continues its
-    budget (and its report's adapt_wall_clock_s) instead of starting a fresh 15 minutes. Kept in
-    the run store's meta, written at most every few seconds while the loop reports progress."""
-
-    KEY = "adapt_spent_s"
-
-    def __init__(self, store: RunStore, every_s: float = 5.0):
-        self.store, self.every_s = store, every_s
-        self.before = float(store.get_meta(self.KEY, 0.0))
-        self.started = self.saved_at = time.monotonic()
-
-    def this_process(self) -> float:
-        return time.monotonic() - self.started
-
-    def spent(self) -> float:
-        """Seconds of adaptation so far, earlier processes of this run included (and saved)."""
-        self.saved_at = time.monotonic()
-        total = self.before + self.this_process()
-        self.store.set_meta(self.KEY, round(total, 1))
-        return total
-
-    def ticking(self, say: ProgressFn) -> ProgressFn:
-        """`say`, saving the clock on the way when the last save is `every_s` old."""
-        def tick(event: str, data: dict[str, Any]) -> None:
-            if time.monotonic() - self.saved_at >= self.every_s:
-                self.spent()
-            say(event, data)
-        return tick
 
 
 def explore_card(package: str, seed: int) -> TaskCard:

@@ -16,17 +16,39 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-class JobTotals:
+class _SavedEveryFew:
+    """A total kept in the run store's meta, saved at most every `every_s` seconds while a job
+    reports progress (a killed process loses at most that much)."""
+
+    def __init__(self, store: RunStore, every_s: float):
+        self.store, self.every_s = store, every_s
+        self.started = self.saved_at = time.monotonic()
+
+    def this_process(self) -> float:
+        return time.monotonic() - self.started
+
+    def save(self) -> object:
+        raise NotImplementedError
+
+    def ticking(self, say: ProgressFn) -> ProgressFn:
+        """`say`, saving on the way when the last save is `every_s` old."""
+        def tick(event: str, data: dict[str, Any]) -> None:
+            if time.monotonic() - self.saved_at >= self.every_s:
+                self.save()
+            say(event, data)
+        return tick
+
+
+class JobTotals(_SavedEveryFew):
     """A killed or re-run job's report keeps what earlier processes spent: wall-clock summed, peak
-    RSS the largest any process reached. Kept in the run store's meta under `key`, saved at most
-    every `every_s` seconds while the job reports progress (a kill loses at most that much)."""
+    RSS the largest any process reached. Kept under `key`."""
 
     def __init__(self, store: RunStore, key: str, every_s: float = 5.0):
-        self.store, self.key, self.every_s = store, key, every_s
+        super().__init__(store, every_s)
+        self.key = key
         before = store.get_meta(key) or {}
         self.wall_before = float(before.get("wall_s", 0.0))
         self.rss_before = float(before.get("peak_rss_mb", 0.0))
-        self.started = self.saved_at = time.monotonic()
 
     def save(self) -> tuple[float, float]:
         """(wall seconds, peak RSS MB) over every process so far, this one included; stored."""
@@ -36,10 +58,22 @@ class JobTotals:
         self.store.set_meta(self.key, {"wall_s": wall, "peak_rss_mb": rss})
         return wall, rss
 
-    def ticking(self, say: ProgressFn) -> ProgressFn:
-        """`say`, saving the totals on the way when the last save is `every_s` old."""
-        def tick(event: str, data: dict[str, Any]) -> None:
-            if time.monotonic() - self.saved_at >= self.every_s:
-                self.save()
-            say(event, data)
-        return tick
+
+class AdaptClock(_SavedEveryFew):
+    """Adaptation wall-clock summed over the processes of a run: a resumed run continues its
+    budget (and its report's adapt_wall_clock_s) instead of starting a fresh 15 minutes."""
+
+    KEY = "adapt_spent_s"
+
+    def __init__(self, store: RunStore, every_s: float = 5.0):
+        super().__init__(store, every_s)
+        self.before = float(store.get_meta(self.KEY, 0.0))
+
+    def save(self) -> float:
+        """Seconds of adaptation so far, earlier processes of this run included (and saved)."""
+        self.saved_at = time.monotonic()
+        total = self.before + self.this_process()
+        self.store.set_meta(self.KEY, round(total, 1))
+        return total
+
+    spent = save
