@@ -49,6 +49,8 @@ def test_show_prints_elements_and_writes_files(tmp_path):
     out = run("show", "--app", "com.example.notes", "--out", str(png), "--xml", str(xml))
     assert out.returncode == 0, out.stderr
     assert "New note" in out.stdout
+    assert out.stdout.splitlines()[0].startswith("  ") and "Notes (com.example.notes)" in out.stdout.splitlines()[0], \
+        "the table's title is centred over it"
     assert Image.open(png).size == (720, 1600)
     assert "<hierarchy" in xml.read_text()
 
