@@ -169,9 +169,11 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     # ------------------------------------------------------------------ adaptation (no ground truth)
     clock = AdaptClock(store)
     proposals, base_card = explore_for_adapt(package, a, pool, out / "explore", agents, say, hosts=hosts)
-    if store.get_meta("explore_wall_clock_s") is None:  # explored now, not reloaded from an earlier process
-        store.set_meta("explore_wall_clock_s", round(clock.this_process(), 1))
-    result["explore"] = {"proposals": len(proposals), "wall_clock_s": store.get_meta("explore_wall_clock_s"),
+    explore_s = store.get_meta("explore_wall_clock_s")
+    if explore_s is None:  # explored now, not reloaded from an earlier process
+        explore_s = round(clock.this_process(), 1)
+        store.set_meta("explore_wall_clock_s", explore_s)
+    result["explore"] = {"proposals": len(proposals), "wall_clock_s": explore_s,
                          "memory_lines": len(agents.memory.get(package, "").splitlines())}
     summary = adapt(agents, pool, store, train_cards, check_cards, a, verifier, out_dir=out, settings=settings,
                     progress=clock.ticking(say), proposals=proposals if a.proposals else (), proposal_base=base_card,

@@ -26,6 +26,11 @@ app = typer.Typer(
 console = Console(markup=False, soft_wrap=True)  # printed paths and goals may hold [ ]; piped logs keep one line per message
 
 
+def _print_table(table: Table) -> None:
+    """Print `table` laid out to the width, its title centred (plain lines are soft-wrapped)."""
+    console.print(table, soft_wrap=False)
+
+
 @app.callback()
 def _root(verbose: bool = typer.Option(False, "-v", "--verbose", help="Log debug messages.")) -> None:
     from rich.logging import RichHandler
@@ -86,7 +91,7 @@ def show(
         flags = ",".join(f for f, on in (("click", e.clickable), ("edit", e.editable), ("scroll", e.scrollable),
                                          ("check", e.checkable), ("long", e.long_clickable)) if on)
         table.add_row(str(i), e.short_class, e.text or (f"[{e.content_desc}]" if e.content_desc else ""), flags, str(e.bounds))
-    console.print(table, soft_wrap=False)  # a table is laid out to the width; its title centred
+    _print_table(table)
     if out is not None:
         obs.screenshot.save(out)
         console.print(f"screenshot: {out}")
@@ -103,7 +108,7 @@ def _print_eval_report(report: dict, title: str) -> None:
         table.add_row(app_name, str(row["n"]), f"{row['success_rate']:.2f}", f"{row['mean_steps']:.1f}")
     table.add_section()
     table.add_row("all", str(report["n_episodes"]), f"{report['success_rate']:.3f}", f"{report['mean_steps']:.1f}")
-    console.print(table, soft_wrap=False)  # a table is laid out to the width; its title centred
+    _print_table(table)
     extra = [f"instances {report['n_instances']}", f"invalid actions {report['invalid_action_rate']:.3f}",
              f"infra errors {report['infra_errors']}"]
     if "pass_at_k" in report:
@@ -142,7 +147,7 @@ def tasks_cmd(
                  "group": "seen" if t.app in SEEN_APPS else "unseen", "kind": t.kind, "cx": str(t.complexity),
                  "steps": str(t.max_steps), "goal template": t.template}
         table.add_row(*(cells[c] for c in cols))
-    console.print(table, soft_wrap=False)  # a table is laid out to the width; its title centred
+    _print_table(table)
 
 
 # Options shared by the commands that run a policy on phones; each maps onto a config field.
@@ -490,7 +495,7 @@ def adapt(
                           " / ".join(str(ends.get(k, 0)) for k in ("done", "infeasible", "step_limit")),
                           "-" if g is None else f"{g:.2f}")
     if table.row_count:  # --no-report evaluates nothing: no empty table
-        console.print(table, soft_wrap=False)  # a table is laid out to the width; its title centred
+        _print_table(table)
     passes = [r for r in result["rounds"] if r.get("kind") == "consolidate"]
     line = [f"rounds {len(result['rounds']) - len(passes)}"
             + (f" + {len(passes)} consolidation ({sum(1 for r in passes if r.get('kept'))} kept)" if passes else ""),
@@ -586,7 +591,7 @@ def _explore_summary(folder: Path, package: str, policy: str, steps: int, runs: 
         table.add_column(col, justify="right")
     table.add_row(str(cov["screens"]), str(cov["elements"]), f"{cov['effective_share']:.0%}", str(cov["restarts"]),
                   str(len(result.proposals)), str(len(result.memory.splitlines())))
-    console.print(table, soft_wrap=False)  # a table is laid out to the width; its title centred
+    _print_table(table)
     for p in result.proposals[:10]:
         console.print(f"  [{p.kind}] {p.goal}  ({len(p.actions)} actions)")
     if len(result.proposals) > 10:
@@ -799,7 +804,7 @@ def emulator_list() -> None:
         r = st.record
         table.add_row(r.serial, r.address, str(r.pid), str(r.seed), "alive" if st.process_alive else "dead",
                       "yes" if st.answering else "no", st.adb_state or "-")
-    console.print(table, soft_wrap=False)  # a table is laid out to the width; its title centred
+    _print_table(table)
 
 
 @emulator_app.command("stop")

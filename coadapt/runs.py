@@ -465,8 +465,7 @@ class RunStore:
     def holds_nothing(self) -> bool:
         """True while the folder holds no episode, no round and no file but the store's own and
         config.json: a job that failed this early can `remove` it without losing anything."""
-        with self._lock:
-            episodes = self._db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+        episodes = self._read("SELECT COUNT(*) FROM episodes")[0][0]
         return episodes == 0 and not self.rounds() and all(p.name in self._OWN_FILES for p in self.folder.iterdir())
 
     def remove(self, *, folder_too: bool) -> None:

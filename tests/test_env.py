@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from coadapt.android_env import actions as A
 from coadapt.android_env.env import AndroidEnv
@@ -168,9 +170,6 @@ def test_settle_uses_the_injected_sleep():
 
 
 # --------------------------------------------------------------------------- whatever a model writes
-
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _words = st.text(min_size=1, max_size=30).filter(lambda s: s.strip() != "")
 _names = _words | st.sampled_from(["notes", "Settings", "com.example.notes", "com.example.nowhere", "a.b", "."])

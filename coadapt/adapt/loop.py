@@ -279,9 +279,13 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
         save_adapter(policy, adapter_dir, app, memory)
         return score, kept, round(time.monotonic() - t0, 1)
 
+    def used() -> float:
+        """Seconds of the budget spent so far, earlier work (exploration, earlier processes) included."""
+        return spent_s + time.monotonic() - started
+
     def out_of_time(need: float) -> bool:
         """Whether `need` more seconds, projected BUDGET_MARGIN longer, would pass max_minutes."""
-        return spent_s + time.monotonic() - started + need * BUDGET_MARGIN > cfg.max_minutes * 60
+        return used() + need * BUDGET_MARGIN > cfg.max_minutes * 60
 
     # ------------------------------------------------------------------ resume
     done_rounds = [r for r in store.rounds(PHASE) if r.status in ("finished", "rolled_back")]
@@ -304,8 +308,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             break
         if not history and out_of_time(0.0):  # the first round runs whatever the budget: a run adapts
             log.warning("the %.1f-minute budget was spent before the first round (%.0f s on exploration and "
-                        "the first check); running that round anyway, and no other", cfg.max_minutes,
-                        spent_s + time.monotonic() - started)
+                        "the first check); running that round anyway, and no other", cfg.max_minutes, used())
         t_round = time.monotonic()
         store.start_round(PHASE, r)
         # ------------------------------------------------------------------ rollouts
