@@ -274,7 +274,8 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             best = max(best, score)
         else:
             policy.load_adapter_state(snapshot)
-            log.info("round %d made the self-check worse (%.3f < %.3f - %.2f): rolled back", r + 1, score, best,
+            what = f"consolidation pass {len(passes) + 1}" if kind == CONSOLIDATE else f"round {r + 1}"
+            log.info("%s made the self-check worse (%.3f < %.3f - %.2f): rolled back", what, score, best,
                      cfg.rollback_margin)
         save_adapter(policy, adapter_dir, app, memory)
         return score, kept, round(time.monotonic() - t0, 1)

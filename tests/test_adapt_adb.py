@@ -1,0 +1,87 @@
+"""`coadapt adapt` through the real adb server: virtual devices, one of them killed in the middle of
+a rollout round, and the round still plays every attempt with nothing left running."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from coadapt.adapt.config import AdaptConfig
+from coadapt.adaptation import run_adapt_job
+from coadapt.config import CoadaptConfig, DeviceSettings
+from coadapt.emulator import manager
+from coadapt.emulator.adb_server import AdbServer, free_port
+from coadapt.runs import RunStore
+
+pytestmark = pytest.mark.slow
+
+TINY = AdaptConfig(rounds=1, instances_per_template=1, group_size=2, horizon=(3,), epochs=1, batch_size=8,
+                   max_minutes=600, explore_steps=20, explore_runs=1, proposals=2, consolidate=0)
+
+
+@pytest.fixture
+def adb_devices(tmp_path, monkeypatch, one_thread):
+    """Two virtual devices behind a private adb server (the CLI and the pool find it through the env)."""
+    with AdbServer() as server:
+        monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(server.port))
+        monkeypatch.setenv("COADAPT_RUNTIME_DIR", str(tmp_path / "runtime"))
+        try:
+            recs = manager.start_virtual_devices(2, seed=5, ports=[free_port(), free_port()], adb_port=server.port)
+            for r in recs:
+                server.wait_for(r.serial)
+            yield recs
+        finally:
+            manager.stop_virtual_devices(adb_port=server.port)
+
+
+def test_adapt_over_adb_survives_a_device_killed_mid_round(adb_devices, tmp_path):
+    out = tmp_path / "run"
+    victim = adb_devices[0]
+    killed = threading.Event()
+
+    def killer() -> None:
+        # Wait for a rollout attempt on the victim with steps written, then kill the device under it.
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if (out / "run.db").is_file():
+                try:
+                    store = RunStore.open_readonly(out)
+                except Exception:  # the database is still being created
+                    time.sleep(0.2)
+                    continue
+                try:
+                    running = [e for e in store.episodes(phase="adapt", status="running")
+                               if e.device == victim.serial and store.steps(e.id)]
+                finally:
+                    store.close()
+                if running:
+                    os.kill(victim.pid, 9)
+                    killed.set()
+                    return
+            time.sleep(0.1)
+
+    t = threading.Thread(target=killer, daemon=True)
+    t.start()
+    cfg = CoadaptConfig(adapt=TINY, devices=DeviceSettings(devices=",".join(r.serial for r in adb_devices)))
+    summary = run_adapt_job("com.example.todo", cfg, out, report=False)
+    t.join(5)
+    assert killed.is_set(), "the victim was never caught mid-attempt"
+    store = RunStore.open_readonly(out)
+    try:
+        episodes = store.episodes(phase="adapt")
+        assert not [e for e in episodes if e.status == "running"], "an attempt was left running"
+        cut = [e for e in episodes if e.status == "infra_error"]
+        assert cut and all(e.device == victim.serial for e in cut)
+        # every cut attempt was played again to the end, and every card got its group of attempts
+        finished = {(e.key, e.attempt) for e in episodes if e.status == "finished"}
+        assert {(e.key, e.attempt) for e in cut} <= finished
+        assert len(finished) == TINY.group_size * len({e.key for e in episodes})
+        assert all(e.verifier_score is not None for e in episodes if e.status == "finished")
+        assert [r.status for r in store.rounds("adapt")][0] in ("finished", "rolled_back")
+    finally:
+        store.close()
+    assert summary["rounds"] and summary["rounds"][0]["kind"] == "rollouts"
+    assert (out / "adapter" / "adapter_config.json").is_file()
