@@ -37,7 +37,14 @@ def _root(verbose: bool = typer.Option(False, "-v", "--verbose", help="Log debug
 
     # coadapt's own INFO lines (a device recovered, a round rolled back, a resume) are shown;
     # other libraries speak only at WARNING unless -v.
-    handler = RichHandler(console=console, show_time=False, show_path=False, markup=False)
+    # On a terminal rich lays each record out; piped or redirected, a record stays one plain line
+    # (rich would wrap it at 80 columns inside a log file).
+    handler: logging.Handler
+    if console.is_terminal:
+        handler = RichHandler(console=console, show_time=False, show_path=False, markup=False)
+    else:
+        handler = logging.StreamHandler(console.file)
+        handler.setFormatter(logging.Formatter("%(levelname)-8s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(name)s: %(message)s",
                         handlers=[handler], force=True)
     logging.getLogger("coadapt").setLevel(logging.DEBUG if verbose else logging.INFO)

@@ -245,3 +245,23 @@ def test_a_finished_eval_run_again_keeps_its_wall_clock_and_memory(tmp_path):
     assert first.returncode == again.returncode == 0, first.stdout + again.stdout
     assert report["wall_seconds"] > 0 and rerun["wall_seconds"] >= report["wall_seconds"]
     assert rerun["peak_rss_mb"] >= report["peak_rss_mb"] > 0
+
+
+def test_piped_log_records_stay_one_line_each(capsys):
+    import logging
+
+    from coadapt import cli
+
+    root, ours = logging.getLogger(), logging.getLogger("coadapt")
+    saved = root.handlers[:], root.level, ours.level
+    try:
+        cli._root(verbose=False)  # as every command starts; stdout here is not a terminal
+        message = "a long path " + "/deep" * 60
+        logging.getLogger("coadapt.test").info(message)
+        logging.getLogger("other.library").info("not shown below WARNING")
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        ours.setLevel(saved[2])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"INFO     coadapt.test: {message}"]
