@@ -595,3 +595,24 @@ def test_judge_quality_on_held_out_apps_shows_a_rule_that_does_not_transfer():
     mixed = held_out_app_quality(rows, (0.85,), apps)["0.85"]
     assert mixed["precision"] < 0.8  # app C, held out, is judged by A and B's rule and fails it
     assert set(app_of_template().values()) == set(SEEN_APPS)
+
+
+def test_length_batches_cover_every_sample_once_and_pad_less_than_random_batches():
+    import random
+
+    from coadapt.adapt.trainer import length_batches
+
+    rng = random.Random(0)
+    lengths = [rng.randint(150, 480) for _ in range(203)]
+    batches = length_batches(lengths, 16, random.Random(1))
+    assert sorted(i for b in batches for i in b) == list(range(203)) and all(1 <= len(b) <= 16 for b in batches)
+    assert batches == length_batches(lengths, 16, random.Random(1))  # the seed decides
+    assert batches != length_batches(lengths, 16, random.Random(2))
+
+    def padded(bs):
+        return sum(len(b) * max(lengths[i] for i in b) for b in bs)
+
+    order = list(range(203))
+    random.Random(1).shuffle(order)
+    shuffled = [order[s : s + 16] for s in range(0, 203, 16)]
+    assert padded(batches) < 0.85 * padded(shuffled)

@@ -37,6 +37,25 @@ class TrainSample:
     by cfg.preserve_weight (see AdaptConfig.preserve_weight)."""
 
 
+WINDOW = 8
+"""Batches drawn together from one shuffled window of WINDOW × batch_size samples are cut from it
+sorted by length, so a batch pads its rows to a similar width."""
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
+    """One epoch's batches of sample indices: shuffled, then within each window of WINDOW batches
+    sorted by length and cut, the batches themselves in random order. Every index appears once."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    span = batch_size * WINDOW
+    batches = []
+    for start in range(0, len(order), span):
+        window = sorted(order[start : start + span], key=lambda i: lengths[i])
+        batches += [window[b : b + batch_size] for b in range(0, len(window), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
 class LoraTrainer:
     """Owns the adapter and its optimizer; `update` runs the round's epochs."""
 
@@ -68,11 +87,9 @@ class LoraTrainer:
         rng = random.Random(seed)
         totals = {"loss": 0.0, "kl": 0.0, "clipped": 0.0, "pg": 0.0, "sft": 0.0, "anchor": 0.0, "preserve": 0.0}
         steps = 0
-        order = list(range(len(samples)))
+        lengths = [p["input_ids"].shape[1] + len(p["answer_ids"]) for p in parts]
         for _ in range(cfg.epochs):
-            rng.shuffle(order)
-            for start in range(0, len(order), cfg.batch_size):
-                idx = order[start : start + cfg.batch_size]
+            for idx in length_batches(lengths, cfg.batch_size, rng):
                 batch = [samples[i] for i in idx]
                 with policy.lock:
                     policy.model.train()
