@@ -409,6 +409,8 @@ def adapt(
     minutes: Optional[float] = typer.Option(None, help="Wall-clock budget of the adaptation in minutes, exploration included. Default 15. "
                                           "A round or consolidation pass starts only if it is projected to fit; the first round always runs."),
     eval_instances: Optional[int] = typer.Option(None, help="Eval instances per template in the before/after report. Default 10."),
+    explore_steps: Optional[int] = typer.Option(None, help="Actions per exploration of the app before the rounds (0: none). Default 200."),
+    explore_runs: Optional[int] = typer.Option(None, help="Explorations, each from a fresh reset. Default 4."),
     report: bool = typer.Option(True, "--report/--no-report", help="Measure success by ground truth on fresh eval instances: the base policy before adapting, the adapted one after (report only)."),
     ceiling: bool = typer.Option(False, "--ceiling", help="Also report a ceiling: the loop's update budget spent imitating "
                                  "the oracle on the adapt instances (ground truth; a reference line, not the method)."),
@@ -429,7 +431,8 @@ def adapt(
     overrides = _common_overrides(model, adapter, device, None, None, threads, devices, workers, seed, settle, popups, screens)
     # --seed is the run's seed here: the phones' seed alone changes nothing (each episode resets to its card's)
     overrides.update({"adapt.rounds": rounds, "adapt.group_size": group_size, "adapt.objective": objective,
-                      "adapt.max_minutes": minutes, "adapt.eval_instances": eval_instances, "adapt.seed": seed})
+                      "adapt.max_minutes": minutes, "adapt.eval_instances": eval_instances, "adapt.seed": seed,
+                      "adapt.explore_steps": explore_steps, "adapt.explore_runs": explore_runs})
     cfg = load_config(config, overrides)
     folder = out or Path("runs") / f"adapt-{package.split('.')[-1]}-{_time.strftime('%Y%m%d-%H%M%S')}"
     with _progress_bar("adapt") as bar:

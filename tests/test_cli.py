@@ -167,15 +167,19 @@ def test_adapt_seed_is_the_runs_seed(tmp_path):
     seen = {}
 
     def capture(package, cfg, folder, **kw):
-        seen.update(package=package, adapt_seed=cfg.adapt.seed, devices_seed=cfg.devices.seed)
+        seen.update(package=package, adapt_seed=cfg.adapt.seed, devices_seed=cfg.devices.seed,
+                    explore=(cfg.adapt.explore_runs, cfg.adapt.explore_steps))
         raise SystemExit(0)
 
     with mock.patch.object(adaptation, "run_adapt_job", capture):
         CliRunner().invoke(cli, ["adapt", "--app", "com.example.todo", "--seed", "3", "--out", str(tmp_path / "r")])
-        assert seen == {"package": "com.example.todo", "adapt_seed": 3, "devices_seed": 3}
+        assert seen == {"package": "com.example.todo", "adapt_seed": 3, "devices_seed": 3, "explore": (4, 200)}
         seen.clear()
-        CliRunner().invoke(cli, ["adapt", "--app", "com.example.todo", "--out", str(tmp_path / "r2")])
-        assert seen["adapt_seed"] == 0
+        CliRunner().invoke(cli, ["adapt", "--app", "com.example.todo", "--out", str(tmp_path / "r2"),
+                                 "--explore-runs", "2", "--explore-steps", "50"])
+        assert seen["adapt_seed"] == 0 and seen["explore"] == (2, 50)
+    bad = CliRunner().invoke(cli, ["adapt", "--app", "com.example.todo", "--explore-runs", "0", "--out", str(tmp_path / "r3")])
+    assert "explore_runs must be >= 1" in str(bad.exception)  # printed as one line by main()
 
 
 def test_adapt_without_report_prints_no_empty_table(tmp_path):
