@@ -26,6 +26,11 @@ app = typer.Typer(
 console = Console(markup=False, soft_wrap=True)  # printed paths and goals may hold [ ]; piped logs keep one line per message
 
 
+def _say_folder(folder: Path) -> None:
+    """Name a run folder the command chose, first, so a run stopped before its last line can be resumed."""
+    console.print(f"run folder: {folder} (if it stops, the same command with --out {folder} resumes it)")
+
+
 def _print_table(table: Table) -> None:
     """Print `table` laid out to the width, its title centred (plain lines are soft-wrapped)."""
     console.print(table, soft_wrap=False)
@@ -289,6 +294,8 @@ def eval_cmd(
     _, templates = suite_tasks(s, cfg.eval.space)
     pol = build_policy(cfg.model, templates)
     folder = out or Path("runs") / _folder_name(f"eval-{s.name}-{_run_label(cfg.model)}-{_time.strftime('%Y%m%d-%H%M%S')}")
+    if out is None:
+        _say_folder(folder)
     store = RunStore(folder, screens=cfg.devices.screens)
     identity = {"suite": s.name, "tasks": list(s.tasks), "seed": s.seed, "instances_per_task": s.instances_per_task,
                 "policy": cfg.model.model, "adapter": cfg.model.adapter, "k": cfg.eval.k,
@@ -435,6 +442,8 @@ def adapt(
                       "adapt.explore_steps": explore_steps, "adapt.explore_runs": explore_runs})
     cfg = load_config(config, overrides)
     folder = out or Path("runs") / f"adapt-{package.split('.')[-1]}-{_time.strftime('%Y%m%d-%H%M%S')}"
+    if out is None:
+        _say_folder(folder)
     with _progress_bar("adapt") as bar:
         tid = bar.add_task("starting", total=None)
 

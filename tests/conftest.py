@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -47,3 +51,32 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+class Killer:
+    """Kills process `pid` (SIGKILL) the first time `caught()` is true, polled from a thread for up to
+    `timeout` seconds; `killed` says whether it happened. Used to cut a device mid-episode."""
+
+    def __init__(self, caught: Callable[[], bool], pid: int, timeout: float = 300.0, every: float = 0.05):
+        self.killed = threading.Event()
+        self._thread = threading.Thread(target=self._watch, args=(caught, pid, timeout, every), daemon=True)
+        self._thread.start()
+
+    def _watch(self, caught: Callable[[], bool], pid: int, timeout: float, every: float) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if caught():
+                os.kill(pid, 9)
+                self.killed.set()
+                return
+            time.sleep(every)
+
+    def join(self, timeout: float = 5.0) -> bool:
+        self._thread.join(timeout)
+        return self.killed.is_set()
+
+
+@pytest.fixture
+def kill_when():
+    """`kill_when(caught, pid)`: a Killer watching for the moment to kill `pid`."""
+    return Killer

@@ -3,10 +3,6 @@ a rollout round, and the round still plays every attempt with nothing left runni
 
 from __future__ import annotations
 
-import os
-import threading
-import time
-
 import pytest
 
 from coadapt.adapt.config import AdaptConfig
@@ -37,38 +33,27 @@ def adb_devices(tmp_path, monkeypatch, one_thread):
             manager.stop_virtual_devices(adb_port=server.port)
 
 
-def test_adapt_over_adb_survives_a_device_killed_mid_round(adb_devices, tmp_path):
+def test_adapt_over_adb_survives_a_device_killed_mid_round(adb_devices, tmp_path, kill_when):
     out = tmp_path / "run"
     victim = adb_devices[0]
-    killed = threading.Event()
 
-    def killer() -> None:
-        # Wait for a rollout attempt on the victim with steps written, then kill the device under it.
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            if (out / "run.db").is_file():
-                try:
-                    store = RunStore.open_readonly(out)
-                except Exception:  # the database is still being created
-                    time.sleep(0.2)
-                    continue
-                try:
-                    running = [e for e in store.episodes(phase="adapt", status="running")
-                               if e.device == victim.serial and store.steps(e.id)]
-                finally:
-                    store.close()
-                if running:
-                    os.kill(victim.pid, 9)
-                    killed.set()
-                    return
-            time.sleep(0.1)
+    def mid_attempt() -> bool:  # a rollout attempt on the victim has steps written
+        if not (out / "run.db").is_file():
+            return False
+        try:
+            store = RunStore.open_readonly(out)
+        except Exception:  # the database is still being created
+            return False
+        try:
+            return any(store.steps(e.id) for e in store.episodes(phase="adapt", status="running")
+                       if e.device == victim.serial)
+        finally:
+            store.close()
 
-    t = threading.Thread(target=killer, daemon=True)
-    t.start()
+    killer = kill_when(mid_attempt, victim.pid, every=0.1)
     cfg = CoadaptConfig(adapt=TINY, devices=DeviceSettings(devices=",".join(r.serial for r in adb_devices)))
     summary = run_adapt_job("com.example.todo", cfg, out, report=False)
-    t.join(5)
-    assert killed.is_set(), "the victim was never caught mid-attempt"
+    assert killer.join(), "the victim was never caught mid-attempt"
     store = RunStore.open_readonly(out)
     try:
         episodes = store.episodes(phase="adapt")

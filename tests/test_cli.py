@@ -269,3 +269,22 @@ def test_piped_log_records_stay_one_line_each(capsys):
         ours.setLevel(saved[2])
     lines = capsys.readouterr().out.splitlines()
     assert lines == [f"INFO     coadapt.test: {message}"]
+
+
+def test_a_run_folder_the_command_chose_is_named_first(tmp_path, monkeypatch):
+    """Without --out the folder is named before any work, so a run killed before its last line can be resumed."""
+    from unittest import mock
+
+    from typer.testing import CliRunner
+
+    from coadapt import adaptation
+    from coadapt.cli import app as cli
+
+    monkeypatch.chdir(tmp_path)
+    result = {"rounds": [], "env_steps": 0, "adapt_wall_clock_s": 1.0, "peak_rss_mb": 1.0, "adapter": "x"}
+    with mock.patch.object(adaptation, "run_adapt_job", lambda *a, **kw: result):
+        out = CliRunner().invoke(cli, ["adapt", "--app", "com.example.todo", "--no-report"])
+        first = out.output.splitlines()[0]
+        assert first.startswith("run folder: runs/adapt-todo-") and "--out runs/adapt-todo-" in first, out.output
+        out = CliRunner().invoke(cli, ["adapt", "--app", "com.example.todo", "--no-report", "--out", "mine"])
+        assert out.exit_code == 0 and "run folder" not in out.output

@@ -4,11 +4,8 @@ killed in the middle of a suite."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
 
@@ -74,7 +71,7 @@ def _episodes(folder) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_killing_a_device_mid_suite_loses_no_instance(adb_env, tmp_path):
+def test_killing_a_device_mid_suite_loses_no_instance(adb_env, tmp_path, kill_when):
     recs = manager.start_virtual_devices(2, seed=3, ports=[free_port(), free_port()], adb_port=adb_env.port)
     for r in recs:
         adb_env.wait_for(r.serial)
@@ -84,24 +81,14 @@ def test_killing_a_device_mid_suite_loses_no_instance(adb_env, tmp_path):
     pool = adb_pool([r.serial for r in recs], AdbConfig(adb_port=adb_env.port, ui_backend="uiautomator", retries=1,
                                                        backoff_s=0.1, timeout_s=10))
     victim = recs[0]
-    killed = threading.Event()
 
-    def killer() -> None:
-        # Wait until the victim is in the middle of an episode (steps are being written), then kill it.
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            running = [e for e in store.episodes() if e.status == "running" and e.device == victim.serial]
-            if running and store.steps(running[0].id):
-                os.kill(victim.pid, 9)
-                killed.set()
-                return
-            time.sleep(0.05)
+    def mid_episode() -> bool:  # the victim is in the middle of an episode: its steps are being written
+        running = [e for e in store.episodes() if e.status == "running" and e.device == victim.serial]
+        return bool(running and store.steps(running[0].id))
 
-    t = threading.Thread(target=killer, daemon=True)
-    t.start()
+    killer = kill_when(mid_episode, victim.pid, timeout=120)
     report = run_suite(suite, OraclePolicy(suite_tasks(suite)[1]), pool, store)
-    t.join(5)
-    assert killed.is_set(), "the victim was never caught mid-episode"
+    assert killer.join(), "the victim was never caught mid-episode"
     assert report["n_instances"] == 8 and report["n_episodes"] == 8 and not report["lost_instances"]
     assert report["success_rate"] == 1.0
     assert report["infra_errors"] >= 1
