@@ -168,6 +168,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
 
     # ------------------------------------------------------------------ adaptation (no ground truth)
     clock = AdaptClock(store)
+    totals.also(clock)  # saved with the job's totals, exploration included
     proposals, base_card = explore_for_adapt(package, a, pool, out / "explore", agents, say, hosts=hosts)
     explore_s = store.get_meta("explore_wall_clock_s")
     if explore_s is None:  # explored now, not reloaded from an earlier process
@@ -176,7 +177,7 @@ def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     result["explore"] = {"proposals": len(proposals), "wall_clock_s": explore_s,
                          "memory_lines": len(agents.memory.get(package, "").splitlines())}
     summary = adapt(agents, pool, store, train_cards, check_cards, a, verifier, out_dir=out, settings=settings,
-                    progress=clock.ticking(say), proposals=proposals if a.proposals else (), proposal_base=base_card,
+                    progress=say, proposals=proposals if a.proposals else (), proposal_base=base_card,
                     spent_s=clock.spent(), hosts=hosts)
     result["adapt_wall_clock_s"] = round(clock.spent(), 1)  # every process of a resumed run, not only this one
     result["rounds"] = [{k: v for k, v in r.items() if k != "verifier"} for r in summary["rounds"]]

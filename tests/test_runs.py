@@ -609,3 +609,28 @@ def test_a_folder_holds_one_kind_of_run_and_says_what_differs(tmp_path):
     with pytest.raises(RunStoreError, match="holds an eval run, not an adapt run"):
         store.claim("adapt", {"app": "com.example.todo"})
     store.close()
+
+
+def test_a_killed_jobs_time_never_falls_below_its_adaptation_time(tmp_path, monkeypatch):
+    """The job's totals and the adaptation clock are saved at the same tick: after a kill, what the
+    run folder keeps of the job's wall-clock is never less than what it keeps of its adaptation.
+    Saved on separate ticks (before), a kill just after a clock save lost up to 5 s more of the job."""
+    from coadapt import totals as totals_mod
+    from coadapt.totals import AdaptClock, JobTotals
+
+    now = [100.0]
+    monkeypatch.setattr(totals_mod.time, "monotonic", lambda: now[0])
+    store = RunStore(tmp_path / "run")
+    for process in range(3):  # the first process and two resumed ones, each killed mid-way
+        job = JobTotals(store, "adapt_job_totals")
+        say = job.ticking(lambda e, d: None)
+        now[0] += 1.5  # model loading before the adaptation starts
+        clock = AdaptClock(store)
+        job.also(clock)
+        for _ in range(17 + 4 * process):
+            now[0] += 1.3
+            say("episode", {})
+        # killed here: only what was saved survives
+        wall, adapt = store.get_meta("adapt_job_totals")["wall_s"], store.get_meta(AdaptClock.KEY)
+        assert adapt > 0 and wall >= adapt + 1.5 * (process + 1) - 1e-6, (process, wall, adapt)
+    store.close()
