@@ -321,7 +321,8 @@ def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
     # the budget and the report count the killed process's time too, not only the resumed one's
     assert spent_before_kill > 0
     assert report["adapt_wall_clock_s"] > spent_before_kill
-    assert report["wall_clock_s"] > report["adapt_wall_clock_s"] and report["explore"]["wall_clock_s"] > 0
+    # (>=: without evals the job's only other time is loading the model, a few ms once it is cached)
+    assert report["wall_clock_s"] >= report["adapt_wall_clock_s"] and report["explore"]["wall_clock_s"] > 0
     assert (out / "explore" / "proposals.json").read_text() == proposals  # the exploration was not redone
     store = RunStore.open_readonly(out)
     again = {(e.key, e.attempt): e.id for e in store.episodes(phase="adapt", round=1) if e.status == "finished"}
