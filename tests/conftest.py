@@ -80,3 +80,19 @@ class Killer:
 def kill_when():
     """`kill_when(caught, pid)`: a Killer watching for the moment to kill `pid`."""
     return Killer
+
+
+@pytest.fixture
+def adb_env(tmp_path, monkeypatch):
+    """A private adb server and runtime dir, also seen by CLI subprocesses through the env; the
+    virtual devices started on it are stopped afterwards."""
+    from coadapt.emulator import manager
+    from coadapt.emulator.adb_server import AdbServer
+
+    with AdbServer() as server:
+        monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(server.port))
+        monkeypatch.setenv("COADAPT_RUNTIME_DIR", str(tmp_path / "runtime"))
+        try:
+            yield server
+        finally:
+            manager.stop_virtual_devices(adb_port=server.port)

@@ -9,7 +9,7 @@ from coadapt.adapt.config import AdaptConfig
 from coadapt.adaptation import run_adapt_job
 from coadapt.config import CoadaptConfig, DeviceSettings
 from coadapt.emulator import manager
-from coadapt.emulator.adb_server import AdbServer, free_port
+from coadapt.emulator.adb_server import free_port
 from coadapt.runs import RunStore
 
 pytestmark = pytest.mark.slow
@@ -19,18 +19,12 @@ TINY = AdaptConfig(rounds=1, instances_per_template=1, group_size=2, horizon=(3,
 
 
 @pytest.fixture
-def adb_devices(tmp_path, monkeypatch, one_thread):
-    """Two virtual devices behind a private adb server (the CLI and the pool find it through the env)."""
-    with AdbServer() as server:
-        monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(server.port))
-        monkeypatch.setenv("COADAPT_RUNTIME_DIR", str(tmp_path / "runtime"))
-        try:
-            recs = manager.start_virtual_devices(2, seed=5, ports=[free_port(), free_port()], adb_port=server.port)
-            for r in recs:
-                server.wait_for(r.serial)
-            yield recs
-        finally:
-            manager.stop_virtual_devices(adb_port=server.port)
+def adb_devices(adb_env, one_thread):
+    """Two virtual devices behind the private adb server of `adb_env`."""
+    recs = manager.start_virtual_devices(2, seed=5, ports=[free_port(), free_port()], adb_port=adb_env.port)
+    for r in recs:
+        adb_env.wait_for(r.serial)
+    return recs
 
 
 def test_adapt_over_adb_survives_a_device_killed_mid_round(adb_devices, tmp_path, kill_when):

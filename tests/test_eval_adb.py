@@ -19,18 +19,6 @@ from coadapt.runs import RunStore
 from coadapt.tasks.suite import Suite
 
 
-@pytest.fixture
-def adb_env(tmp_path, monkeypatch):
-    """A private adb server and runtime dir, also seen by CLI subprocesses through the env."""
-    with AdbServer() as server:
-        monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(server.port))
-        monkeypatch.setenv("COADAPT_RUNTIME_DIR", str(tmp_path / "runtime"))
-        try:
-            yield server
-        finally:
-            manager.stop_virtual_devices(adb_port=server.port)
-
-
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "coadapt.cli", *args], capture_output=True, text=True, timeout=600)
 
