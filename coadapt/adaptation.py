@@ -111,17 +111,24 @@ def run_adapt_job(app: str, cfg: CoadaptConfig, out: Path, *, report: bool = Tru
 
 def _run(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore, *, report: bool, base: bool,
          ablations: bool, ceiling: bool, say: ProgressFn, hosts: EpisodeHosts | None) -> dict[str, Any]:
+    identity = {"app": package, "model": cfg.model.model, "adapter": cfg.model.adapter, "adapt": to_dict(cfg.adapt)}
+    store.claim("adapt", identity)  # before any total is saved: a refused resume leaves the folder as it was
+    store.write_json("config.json", {"kind": "adapt", **identity, "config": to_dict(cfg)})
+    totals = JobTotals(store, "adapt_job_totals")  # a resumed or re-run job reports every process's
+    with totals.saved_on_error():  # Ctrl+C or a crash keeps the time spent for the resumed run's budget
+        return _job(app, package, cfg, out, store, totals, report=report, base=base, ablations=ablations,
+                    ceiling=ceiling, say=totals.ticking(say), hosts=hosts)
+
+
+def _job(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore, totals: JobTotals, *,
+         report: bool, base: bool, ablations: bool, ceiling: bool, say: ProgressFn,
+         hosts: EpisodeHosts | None) -> dict[str, Any]:
     from coadapt.adapt.loop import adapt
     from coadapt.adapt.verifier import FeatureJudge, ModelJudge, Verifier
     from coadapt.policy.agent import VLMAgentPolicy
     from coadapt.wiring import build_policy, build_pool, rollout_settings
 
     a = cfg.adapt
-    identity = {"app": package, "model": cfg.model.model, "adapter": cfg.model.adapter, "adapt": to_dict(a)}
-    store.claim("adapt", identity)
-    store.write_json("config.json", {"kind": "adapt", **identity, "config": to_dict(cfg)})
-    totals = JobTotals(store, "adapt_job_totals")  # a resumed or re-run job reports every process's
-    say = totals.ticking(say)
     agents = build_policy(cfg.model, temperature=a.temperature)
     assert isinstance(agents, VLMAgentPolicy)
     pool = build_pool(cfg.devices)

@@ -363,9 +363,10 @@ def _eval_on_devices(cfg, s, pol, store, templates, hosts=None) -> dict:
             else:
                 bar.advance(tid)
 
-        report = run_suite(s, pol, pool, store, k=cfg.eval.k, space=cfg.eval.space, progress=totals.ticking(show),
-                           settings=rollout_settings(cfg.devices), templates=templates,
-                           adapter=cfg.model.adapter, hosts=hosts)
+        with totals.saved_on_error():
+            report = run_suite(s, pol, pool, store, k=cfg.eval.k, space=cfg.eval.space, progress=totals.ticking(show),
+                               settings=rollout_settings(cfg.devices), templates=templates,
+                               adapter=cfg.model.adapter, hosts=hosts)
     report["wall_seconds"], report["peak_rss_mb"] = totals.save()
     return report
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import resource
 import time
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from coadapt.runs import RunStore
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
+
+log = logging.getLogger(__name__)
 
 
 def peak_rss_mb() -> float:
@@ -36,15 +40,32 @@ class _SavedEveryFew:
     def save(self) -> object:
         raise NotImplementedError
 
+    def save_all(self) -> None:
+        """Save this total and its riders at one moment."""
+        self.save()
+        for rider in self.riders:
+            rider.save()
+
     def ticking(self, say: ProgressFn) -> ProgressFn:
         """`say`, saving on the way when the last save is `every_s` old."""
         def tick(event: str, data: dict[str, Any]) -> None:
             if time.monotonic() - self.saved_at >= self.every_s:
-                self.save()
-                for rider in self.riders:
-                    rider.save()
+                self.save_all()
             say(event, data)
         return tick
+
+    @contextmanager
+    def saved_on_error(self) -> Iterator[None]:
+        """Save (riders too) when the block ends by an exception, Ctrl+C included: only a hard
+        kill loses the time since the last tick. The exception itself goes on unchanged."""
+        try:
+            yield
+        except BaseException:
+            try:
+                self.save_all()
+            except Exception as e:  # e.g. the store's own disk error: keep the first exception
+                log.warning("could not save the run's totals on the way out: %s", e)
+            raise
 
 
 class JobTotals(_SavedEveryFew):

@@ -336,6 +336,25 @@ def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
     store.close()
 
 
+def test_ctrl_c_keeps_the_time_spent_so_far(tmp_path):
+    """An interrupted job (Ctrl+C, or any exception) saves its totals on the way out, not only every
+    5 s: a resumed run's budget and report count the interrupted process's time. Before, a job
+    stopped in its first seconds left the folder with no totals at all."""
+    out = tmp_path / "run"
+    cfg = CoadaptConfig(adapt=TINY)
+
+    def interrupt(event, data):
+        raise KeyboardInterrupt  # at the job's first progress event, long before a 5 s tick
+
+    with pytest.raises(KeyboardInterrupt):
+        run_adapt_job("com.example.todo", cfg, out, report=False, progress=interrupt)
+    store = RunStore.open_readonly(out)
+    totals, adapt_s = store.get_meta("adapt_job_totals"), store.get_meta("adapt_spent_s")
+    store.close()
+    assert totals is not None and adapt_s is not None, "nothing of the interrupted process was kept"
+    assert totals["wall_s"] >= adapt_s >= 0 and totals["peak_rss_mb"] > 0
+
+
 def test_a_run_stopped_by_its_budget_starts_no_round_when_resumed(tmp_path, caplog):
     """The budget is checked before each round: a run that stopped after round 0 because the
     next round would not fit, resumed (e.g. to add --ceiling), adapts no further."""

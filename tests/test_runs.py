@@ -634,3 +634,35 @@ def test_a_killed_jobs_time_never_falls_below_its_adaptation_time(tmp_path, monk
         wall, adapt = store.get_meta("adapt_job_totals")["wall_s"], store.get_meta(AdaptClock.KEY)
         assert adapt > 0 and wall >= adapt + 1.5 * (process + 1) - 1e-6, (process, wall, adapt)
     store.close()
+
+
+def test_totals_are_saved_when_a_job_ends_by_an_exception(tmp_path, monkeypatch):
+    """`saved_on_error`: an exception inside the block saves the totals and their riders at once
+    (3 s, below the 5 s tick) and goes on unchanged; a store that cannot save does not hide it."""
+    from coadapt import totals as totals_mod
+    from coadapt.totals import AdaptClock, JobTotals
+
+    now = [50.0]
+    monkeypatch.setattr(totals_mod.time, "monotonic", lambda: now[0])
+    store = RunStore(tmp_path / "run")
+    job = JobTotals(store, "job")
+    clock = AdaptClock(store)
+    job.also(clock)
+    with pytest.raises(KeyboardInterrupt):
+        with job.saved_on_error():
+            now[0] += 3.0
+            job.ticking(lambda e, d: None)("episode", {})  # no tick yet: 3 s < 5 s
+            assert store.get_meta("job") is None
+            raise KeyboardInterrupt
+    assert store.get_meta("job")["wall_s"] == 3.0 and store.get_meta(AdaptClock.KEY) == 3.0
+
+    def broken(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store, "set_meta", broken)
+    with pytest.raises(ValueError, match="the job's own error"):
+        with job.saved_on_error():
+            raise ValueError("the job's own error")
+    with job.saved_on_error():  # a block that ends normally saves nothing here (its caller does)
+        now[0] += 1.0
+    store.close()
