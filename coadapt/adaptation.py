@@ -133,7 +133,7 @@ def _job(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
     assert isinstance(agents, VLMAgentPolicy)
     pool = build_pool(cfg.devices)
     settings = rollout_settings(cfg.devices)
-    model_judge = ModelJudge(agents.policy) if cfg.model.model != "default" else None
+    model_judge = ModelJudge(agents.policy) if cfg.model.model != "default" and a.judge_votes else None
     features = FeatureJudge(FeatureJudge.load(Path(a.judge_weights)) if a.judge_weights else None)
     verifier = Verifier(features, model_judge, votes=a.judge_votes, judge_infeasible=a.judge_infeasible)
     train_cards, check_cards = adapt_cards(package, a.seed, a.instances_per_template)

@@ -662,6 +662,7 @@ def verifier_train(
     workers: int = typer.Option(2, help="Simulated phones in parallel."),
     out: Optional[Path] = typer.Option(None, help="Where to write the weights (default: the packaged judge_weights.json)."),
     rows: Optional[Path] = typer.Option(None, help="Keep the labelled attempts' checks here; refit from them if present."),
+    leave_out: list[str] = typer.Option([], "--leave-out", help="A seen app whose attempts the fit leaves out (repeatable): the judge for a development model that never trained on it."),
 ) -> None:
     """Fit the feature judge on the bundled policy's attempts at SEEN-app tasks, labelled by their checkers."""
     from coadapt.adapt.verifier import WEIGHTS_FILE
@@ -681,7 +682,8 @@ def verifier_train(
             else:
                 bar.advance(tid)
 
-        data = train_judge(per_template, seed, workers=workers, out=out or WEIGHTS_FILE, rows_file=rows, progress=progress)
+        data = train_judge(per_template, seed, workers=workers, out=out or WEIGHTS_FILE, rows_file=rows, progress=progress,
+                           leave_out=tuple(leave_out))
     console.print(f"{data['episodes']} attempts ({data['positives']} successes, {data['cut_short']} of them cut short)")
     for key, heading in (("quality_on_held_out_templates", "on templates held out of the fit:"),
                          ("quality_on_held_out_apps", "on apps held out of the fit (its transfer to an app it never saw):")):

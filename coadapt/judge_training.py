@@ -34,11 +34,16 @@ def seen_tasks(per_template: int, seed: int) -> dict[str, Any]:
 
 def train_judge(per_template: int = 6, seed: int = 0, temperatures: tuple[float, ...] = (1.0, 0.0), workers: int = 2,
                 out: Path = WEIGHTS_FILE, rows_file: Path | None = None,
-                progress: Callable[[str, dict], None] | None = None) -> dict[str, Any]:
+                progress: Callable[[str, dict], None] | None = None, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
     """Play seen-app tasks with the bundled policy (sampled and greedy), label each attempt by its
     checker, fit the logistic judge, write its weights; returns fit and held-out quality.
     `rows_file` keeps the labelled checks (each attempt's screens reduced to its check values):
-    given and present, the fit reuses them instead of playing again."""
+    given and present, the fit reuses them instead of playing again. `leave_out` names seen apps
+    whose attempts the fit does not use (a judge for a development model that never trained on
+    them, docs/adapt.md); the rows file keeps every app's."""
+    from coadapt.demos import seen_packages
+
+    left_out = seen_packages(leave_out) if leave_out else ()  # ConfigError for an unseen or unknown app
     about: dict[str, Any] = {"per_template": per_template, "seed": seed, "temperatures": list(temperatures)}
     if rows_file is not None and rows_file.is_file():
         saved = json.loads(rows_file.read_text())
@@ -51,6 +56,10 @@ def train_judge(per_template: int = 6, seed: int = 0, temperatures: tuple[float,
         if rows_file is not None:
             rows_file.write_text(json.dumps({"features": list(FEATURES), "about": about,
                                              "rows": [{"x": x, "y": y, "key": k} for x, y, k in rows]}))
+    if left_out:
+        apps = app_of_template()
+        rows = [r for r in rows if apps.get(r[2].split("#")[0]) not in left_out]
+        about = {**about, "left_out": list(left_out)}
     return fit_and_write(rows, out, **about)
 
 

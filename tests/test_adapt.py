@@ -189,6 +189,9 @@ def test_config_errors_name_the_field():
         load_config(None, {"adapt.objective": "ppo"})
     with pytest.raises(ConfigError, match="trusted_rounds"):
         AdaptConfig(trusted_rounds=-1)
+    with pytest.raises(ConfigError, match="judge_votes must be >= 0"):
+        AdaptConfig(judge_votes=-1)
+    assert AdaptConfig(judge_votes=0).judge_votes == 0  # 0: the feature judge alone
 
 
 def _raise(*a, **k):
@@ -433,6 +436,26 @@ def test_judge_fit_from_saved_rows(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         FeatureJudge.load(tmp_path / "missing.json")
     assert judge.p_vector(rows[1]["x"]) > 0.9 > 0.1 > judge.p_vector(rows[0]["x"])
+
+
+def test_judge_fit_leaves_a_seen_app_out(tmp_path):
+    """`--leave-out contacts`: the fit uses no attempt at a Contacts template (a judge for a model
+    that never trained on Contacts); the rows file still holds every app's; unseen apps are refused."""
+    from coadapt.adapt.verifier import FEATURES
+    from coadapt.judge_training import app_of_template, train_judge
+
+    apps = app_of_template()
+    names = sorted(apps)
+    rows = [{"x": [1.0] + [float(i % 2)] * (len(FEATURES) - 1), "y": float(i % 2), "key": f"{names[i % len(names)]}#{i}"}
+            for i in range(len(names) * 8)]
+    saved = tmp_path / "rows.json"
+    saved.write_text(json.dumps({"features": list(FEATURES), "rows": rows}))
+    contacts = sum(apps[r["key"].split("#")[0]] == "com.example.contacts" for r in rows)
+    data = train_judge(rows_file=saved, out=tmp_path / "w.json", leave_out=("contacts",))
+    assert contacts > 0 and data["episodes"] == len(rows) - contacts and data["left_out"] == ["com.example.contacts"]
+    assert len(json.loads(saved.read_text())["rows"]) == len(rows)
+    with pytest.raises(ConfigError, match="unseen|not a seen|unknown"):
+        train_judge(rows_file=saved, out=tmp_path / "w.json", leave_out=("com.example.todo",))
 
 
 def test_infeasible_claim_quality_counts_claims_made_everywhere():

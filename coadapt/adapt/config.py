@@ -99,7 +99,8 @@ class AdaptConfig:
     judge_weights: str = ""
     """Feature-judge weights written by `coadapt verifier train --out FILE` ("": the packaged ones)."""
     judge_votes: int = 4
-    """Samples of a VLM judge per verdict (model judges only; the bundled setup uses the feature judge)."""
+    """Samples of a VLM judge per verdict (model judges only; the bundled setup uses the feature judge).
+    0: no VLM judge, the feature judge alone, e.g. for a small model that cannot answer the question."""
     seed: int = 0
     """Seed of the run: instance choice, sampling, batch order."""
     explore_steps: int = 200
@@ -160,7 +161,7 @@ class AdaptConfig:
         need(self.max_minutes > 0, f"max_minutes must be > 0, got {self.max_minutes}")
         need(self.eval_instances >= 1, f"eval_instances must be >= 1, got {self.eval_instances}")
         need(self.grounding_instances >= 0, f"grounding_instances must be >= 0, got {self.grounding_instances}")
-        need(self.judge_votes >= 1, f"judge_votes must be >= 1, got {self.judge_votes}")
+        need(self.judge_votes >= 0, f"judge_votes must be >= 0 (0: no VLM judge), got {self.judge_votes}")
 
     def horizon_at(self, round: int, task_limit: int) -> int:
         """The step limit of a task in `round` (the task's own limit caps it)."""
