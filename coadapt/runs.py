@@ -5,10 +5,10 @@ Layout of a run folder (readable without coadapt: SQLite + PNG + JSON + zlib):
     <run>/config.json           what was run (no machine-specific values)
     <run>/run.db                SQLite, schema below (version in meta 'schema_version')
     <run>/.lock                 held (flock) by the one process writing the folder
-    <run>/screens/<episode>/<step>.png   the screen the agent saw before each step
+    <run>/screens/<episode>/<step>.png   the screen the agent saw before each step (and the final one)
     <run>/report.json           the final report (eval / adapt)
 
-Schema version 2 (docs/runs.md has every column):
+Schema version 4 (docs/runs.md has every column):
 
 * `episodes`: one row per attempt at a task instance (`key` the instance, `attempt` the try),
   with the adaptation `round`, the `adapter` the policy used, where the task card came from
@@ -17,6 +17,7 @@ Schema version 2 (docs/runs.md has every column):
   re-score it after a kill: `history` (JSON), the UI tree as zlib-compressed uiautomator XML
   (`tree_z`), `screen_size` (JSON [w, h]), sampled `token_ids` and behaviour `logprobs` (JSON),
   and the per-step `advantage` / `gate`.
+* `finals` (version 4): the screen after each finished episode's last action.
 * `rounds`: one row per (phase, round) of the adapt loop; `verdicts`: the verifier's votes;
   `metrics`: logged scalars (training curves); `meta`: key/value JSON.
 
@@ -54,7 +55,7 @@ from coadapt.android_env.errors import CoadaptError, UiTreeError
 from coadapt.android_env.observation import Observation, png_screenshot
 from coadapt.android_env.uitree import UiElement, parse_xml
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema this code writes; folders with a lower version are migrated when opened for writing."""
 
 RUN_KINDS = ("eval", "adapt")
@@ -124,6 +125,17 @@ SCHEMA_V1 = (
 
 # MIGRATIONS[v] takes a version v-1 database to version v; run in one transaction.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
+    4: (
+        # The screen after an episode's last action (a step row holds the screen *before* its
+        # action): what the verifier judges, so a resumed run rebuilds attempts exactly as played.
+        """CREATE TABLE IF NOT EXISTS finals (
+    episode_id INTEGER PRIMARY KEY REFERENCES episodes(id),
+    package TEXT,
+    screen TEXT,                    -- PNG path relative to the run folder, NULL with screens=none
+    screen_size TEXT,               -- JSON [width, height] in pixels
+    tree_z BLOB                     -- zlib(uiautomator XML, utf-8), NULL when trees are not stored
+)""",
+    ),
     3: (
         "ALTER TABLE episodes ADD COLUMN wandering REAL",        # share of steps that revealed nothing and changed nothing
         "ALTER TABLE episodes ADD COLUMN informative REAL",      # share of steps whose findings a later step used
@@ -178,6 +190,17 @@ PNG_LEVEL = 4
 about 15 ms more per saved screen (levels above 4 gain under 2 % more)."""
 SCREENS = ("all", "changed", "none")
 """Which screenshots a run saves: every step's, only new ones (the rest are references), none."""
+
+
+def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as dotted keys (`adapt.rounds`), so a refusal names the one setting that differs."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 class RunStoreError(CoadaptError):
@@ -548,8 +571,10 @@ class RunStore:
                                     f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} run; use another --out")
         previous = self.get_meta(kind)
         if previous is not None and previous != identity:
-            differ = sorted(k for k in set(previous) | set(identity) if previous.get(k) != identity.get(k))
-            said = ", ".join(f"{k}: {previous.get(k)!r} there, {identity.get(k)!r} now" for k in differ[:4])
+            there, now = _flat(previous), _flat(identity)
+            differ = sorted(k for k in set(there) | set(now) if there.get(k) != now.get(k))
+            said = ", ".join(f"{k}: {there.get(k)!r} there, {now.get(k)!r} now" for k in differ[:4])
+            said += f" and {len(differ) - 4} more" if len(differ) > 4 else ""
             raise RunStoreError(f"{self.folder} holds a different {kind} run ({said}); resume it with the same "
                                 f"options or use another --out")
         self.set_meta(kind, identity)
@@ -642,6 +667,34 @@ class RunStore:
                 except OSError:
                     pass
         return total
+
+    def add_final(self, episode_id: int, step: int, *, screenshot: Image.Image | None, package: str,
+                  tree_xml: str | None = None) -> None:
+        """Record the screen after an episode's last action (`step`: the number of steps it took),
+        which no step row holds; the same pixels as an earlier screen are stored once, as for steps."""
+        self._writable()
+        screen = size = None
+        if screenshot is not None:
+            size = list(screenshot.size)
+            if self.screens != "none":
+                screen = self._save_screen(screenshot, episode_id, step)
+        tree_z = None if tree_xml is None else zlib.compress(_clean(tree_xml).encode("utf-8"))
+        self._write("INSERT OR REPLACE INTO finals(episode_id, package, screen, screen_size, tree_z) VALUES (?, ?, ?, ?, ?)",
+                    (episode_id, package, screen, _dumps(size), tree_z))
+
+    def load_final(self, episode_id: int, *, compressed: bool = False) -> Observation | None:
+        """The screen after the episode's last action, rebuilt like `load_observation`; None where it
+        was not stored (a folder written before schema version 4, an unfinished or failed episode)."""
+        if self.schema_version < 4:
+            return None
+        rows = self._read("SELECT package, screen, tree_z FROM finals WHERE episode_id=?", (episode_id,))
+        if not rows:
+            return None
+        package, screen, tree_z = rows[0]
+        step = self._read("SELECT steps FROM episodes WHERE id=?", (episode_id,))[0][0] or 0
+        return self._rebuild(episode_id, f"the final screen (after step {step - 1})", screen,
+                             None if tree_z is None else zlib.decompress(tree_z).decode("utf-8"), package, step,
+                             compressed)
 
     def finish_episode(self, episode_id: int, *, status: str, steps: int, invalid_steps: int = 0,
                        declared: str | None = None, answer: str | None = None, success: float | None = None,
@@ -755,6 +808,7 @@ class RunStore:
             for i in ids:
                 db.execute("DELETE FROM steps WHERE episode_id=?", (i,))
                 db.execute("DELETE FROM verdicts WHERE episode_id=?", (i,))
+                db.execute("DELETE FROM finals WHERE episode_id=?", (i,))
                 db.execute("DELETE FROM episodes WHERE id=?", (i,))
         return len(ids)
 
@@ -819,20 +873,24 @@ class RunStore:
         """Rebuild the observation the agent saw before `step` from the saved screenshot and UI tree;
         `compressed` keeps the screenshot as the stored PNG, decoded only when pixels are asked for."""
         rec = self.step_record(episode_id, step)
-        if rec["screen"] is None or rec["tree_xml"] is None:
-            missing = " and ".join(n for n, v in (("screenshot", rec["screen"]), ("UI tree", rec["tree_xml"])) if v is None)
-            raise RunStoreError(f"{self.folder}: episode {episode_id} step {step} was stored without its {missing}")
-        path = self.folder / rec["screen"]
+        return self._rebuild(episode_id, f"step {step}", rec["screen"], rec["tree_xml"], rec["package"], step, compressed)
+
+    def _rebuild(self, episode_id: int, what: str, screen: str | None, tree_xml: str | None, package: str | None,
+                 step: int, compressed: bool) -> Observation:
+        if screen is None or tree_xml is None:
+            missing = " and ".join(n for n, v in (("screenshot", screen), ("UI tree", tree_xml)) if v is None)
+            raise RunStoreError(f"{self.folder}: episode {episode_id} {what} was stored without its {missing}")
+        path = self.folder / screen
         try:
             data = path.read_bytes()
             image = png_screenshot(data) if compressed else None
             if image is None or image.mode != "RGB":
                 with Image.open(io.BytesIO(data)) as im:
                     image = im.convert("RGB")
-            tree = parse_xml(rec["tree_xml"])
+            tree = parse_xml(tree_xml)
         except (OSError, UiTreeError) as e:
-            raise RunStoreError(f"cannot rebuild episode {episode_id} step {step} from {path}: {e}") from e
-        return Observation.build(image, tree, rec["package"] or "", step)
+            raise RunStoreError(f"cannot rebuild episode {episode_id} {what} from {path}: {e}") from e
+        return Observation.build(image, tree, package or "", step)
 
     # ------------------------------------------------------------------ verdicts
 

@@ -287,6 +287,11 @@ def test_adapted_adapter_loads_in_eval(adapted, tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads((tmp_path / "e" / "report.json").read_text())["n_episodes"] == 12
+    # the run folder itself given as the adapter: pointed inside, never looked up on the hub
+    r = subprocess.run([sys.executable, "-m", "coadapt.cli", "eval", "--suite", "smoke", "--adapter", str(out),
+                        "--out", str(tmp_path / "e2"), "--threads", "1"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2 and f"an adapt run keeps its adapter in {str(out / 'adapter')!r}" in r.stdout, r.stdout
+    assert "huggingface.co" not in r.stdout + r.stderr
 
 
 class _Kill(Exception):
@@ -530,6 +535,41 @@ def test_reference_log_probs_are_computed_once_per_sample(oracle_trajs, one_thre
     parts = [policy.prepare(PolicyInput(s.inp.observation, s.inp.goal, s.inp.history), s.token_ids) for s in samples]
     fresh = trainer._reference(samples, parts)
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(cached, fresh))
+
+
+def test_a_resumed_trainer_makes_the_update_the_unkilled_one_would(oracle_trajs, one_thread, tmp_path):
+    """AdamW's moments carry from round to round: a resumed run restores them with the adapter
+    (`optimizer.pt` in the run folder), so its next update equals the unkilled run's. With a fresh
+    optimizer (before) the weights differ."""
+    from coadapt.adapt.trainer import LoraTrainer, TrainSample
+    from coadapt.policy.agent import BUNDLED_MODEL, load_policy
+    from coadapt.policy.prompt import PolicyInput
+
+    cfg = AdaptConfig(epochs=1, batch_size=4)
+
+    def samples(policy):
+        return [TrainSample(PolicyInput(s.obs, t.goal, ()), tuple(policy.target_ids("back")), (), 0.0, imitate=True)
+                for t in oracle_trajs for s in t.steps[:2]]
+
+    unkilled = load_policy(BUNDLED_MODEL).policy
+    trainer = LoraTrainer(unkilled, cfg)
+    trainer.update(samples(unkilled), seed=0)  # round 0, then the run is "killed" with its files saved
+    unkilled.save_adapter(tmp_path / "adapter")
+    trainer.save_optimizer(tmp_path / "optimizer.pt")
+    trainer.update(samples(unkilled), seed=1)  # round 1 of the unkilled run
+    after = unkilled.adapter_state()
+
+    def resumed(restore: bool) -> dict:
+        policy = load_policy(BUNDLED_MODEL).policy
+        again = LoraTrainer(policy, cfg)
+        policy.load_adapter_weights(tmp_path / "adapter")
+        assert again.load_optimizer(tmp_path / "optimizer.pt") if restore else True
+        again.update(samples(policy), seed=1)
+        return policy.adapter_state()
+
+    assert all(torch.equal(after[k], v) for k, v in resumed(True).items())
+    assert not all(torch.equal(after[k], v) for k, v in resumed(False).items())
+    assert not LoraTrainer(load_policy(BUNDLED_MODEL).policy, cfg).load_optimizer(tmp_path / "none.pt")
 
 
 @pytest.mark.parametrize("kind", ["anchor", "preserve"])

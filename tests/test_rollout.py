@@ -140,3 +140,27 @@ def test_killed_round_two_resumes_without_redoing(tmp_path, sampled):
     # ... holding its screenshots compressed until a trainer asks for pixels
     assert all("coadapt_png" in s.obs.screenshot.info for s in traj.steps)
     assert fresh_pixels(traj.steps[0].obs).screenshot.size == store.load_observation(eid, 0).screenshot.size
+
+
+def test_a_reloaded_attempt_ends_on_the_screen_it_ended_on(tmp_path):
+    """An attempt cut by the step limit ends on the screen its last action led to; a step row holds
+    only the screen before. Rebuilt after a resume, the attempt must end on that same final screen,
+    or the verifier scores it differently from the played one (it did: a resumed adapt run judged
+    13 of 56 step-limit attempts otherwise and kept an update the unkilled run rolled back)."""
+    from coadapt.adapt.verifier import observation_checks
+    from coadapt.policy.baselines import OraclePolicy
+
+    suite = Suite.from_dict({"name": "s", "seed": 1, "tasks": ["NotesAddNote", "ContactsAddContact"]})
+    cards, templates = suite_tasks(suite)
+    cards = [c.replace(max_steps=2) for c in cards]  # the oracle's second action changes the screen
+    store = RunStore(tmp_path / "run")
+    res = RolloutRunner([SimDevice(make_apps())], OraclePolicy(templates), store).run(cards, k=1, phase="adapt", round=0)
+    for card in cards:
+        played = res.trajectories[(card.key, 0)]
+        assert played.declared is None and len(played.steps) == 2  # cut by the step limit
+        assert played.final_obs.describe_elements() != played.steps[-1].obs.describe_elements()
+        loaded = load_trajectory(store, res.episode_ids[(card.key, 0)], card)
+        assert loaded.final_obs.describe_elements() == played.final_obs.describe_elements()
+        assert loaded.final_obs.screenshot.tobytes() == played.final_obs.screenshot.tobytes()
+        assert observation_checks(loaded).vector() == observation_checks(played).vector()
+    store.close()

@@ -272,7 +272,7 @@ def test_v1_folder_is_migrated_in_place_and_resumes(v1):
     before = _columns(v1 / "run.db")
     assert "adapter" not in before["episodes"] and "rounds" not in before  # really a version-1 folder
     with RunStore(v1) as store:
-        assert store.get_meta("schema_version") == SCHEMA_VERSION == store.schema_version == 3
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == store.schema_version == 4
         assert store.episodes()[0].wandering is None  # a column of version 3, empty for old episodes
         assert store.get_meta("eval")["suite"] == "small"
         assert store.discard_unfinished("eval") == 1
@@ -297,7 +297,7 @@ def test_v1_folder_is_migrated_in_place_and_resumes(v1):
 def test_failed_migration_leaves_the_folder_at_version_1(v1, monkeypatch):
     bad = (*runs.MIGRATIONS[2], "ALTER TABLE nowhere ADD COLUMN x TEXT")
     monkeypatch.setitem(runs.MIGRATIONS, 2, bad)
-    with pytest.raises(RunStoreError, match="cannot migrate .* from version 1 to 3"):
+    with pytest.raises(RunStoreError, match=f"cannot migrate .* from version 1 to {SCHEMA_VERSION}"):
         RunStore(v1)
     assert "adapter" not in _columns(v1 / "run.db")["episodes"]
     monkeypatch.undo()
@@ -308,10 +308,10 @@ def test_failed_migration_leaves_the_folder_at_version_1(v1, monkeypatch):
 def test_newer_schema_is_refused(tmp_path):
     RunStore(tmp_path / "run").close()
     con = sqlite3.connect(tmp_path / "run" / "run.db")
-    con.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+    con.execute(f"UPDATE meta SET value='{SCHEMA_VERSION + 1}' WHERE key='schema_version'")
     con.commit()
     con.close()
-    with pytest.raises(RunStoreError, match="version 4, newer than"):
+    with pytest.raises(RunStoreError, match=f"version {SCHEMA_VERSION + 1}, newer than"):
         RunStore(tmp_path / "run")
     with pytest.raises(RunStoreError, match="upgrade coadapt"):
         RunStore.open_readonly(tmp_path / "run")
@@ -609,6 +609,13 @@ def test_a_folder_holds_one_kind_of_run_and_says_what_differs(tmp_path):
     with pytest.raises(RunStoreError, match="holds an eval run, not an adapt run"):
         store.claim("adapt", {"app": "com.example.todo"})
     store.close()
+    adapt = RunStore(tmp_path / "adapt")
+    settings = {"rounds": 2, "lr": 0.002, **{f"knob{i}": i for i in range(40)}}
+    adapt.claim("adapt", {"app": "com.example.todo", "adapt": settings})
+    with pytest.raises(RunStoreError) as refused:  # one nested setting differs: named, not both dicts
+        adapt.claim("adapt", {"app": "com.example.todo", "adapt": {**settings, "rounds": 3}})
+    assert "(adapt.rounds: 2 there, 3 now)" in str(refused.value) and "knob" not in str(refused.value)
+    adapt.close()
 
 
 def test_a_killed_jobs_time_never_falls_below_its_adaptation_time(tmp_path, monkeypatch):

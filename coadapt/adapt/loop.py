@@ -225,6 +225,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
                            hosts=hosts)
     gate_cfg = GateSettings(cfg.gate, cfg.positive_threshold, cfg.negative_threshold)
     adapter_dir = out_dir / "adapter"
+    optimizer_file = out_dir / "optimizer.pt"  # beside the adapter, not in it: the adapter folder stays plain peft
     started = time.monotonic()
     app = train_cards[0].app if train_cards else ""
     memory = agents.memory.get(app, "")
@@ -278,6 +279,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             log.info("%s made the self-check worse (%.3f < %.3f - %.2f): rolled back", what, score, best,
                      cfg.rollback_margin)
         save_adapter(policy, adapter_dir, app, memory)
+        trainer.save_optimizer(optimizer_file)
         return score, kept, round(time.monotonic() - t0, 1)
 
     def used() -> float:
@@ -294,6 +296,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
                                      for r in done_rounds]
     if done_rounds and (adapter_dir / "adapter_config.json").is_file():
         policy.load_adapter_weights(adapter_dir)
+        trainer.load_optimizer(optimizer_file)
         log.info("resuming after round %d of %d", done_rounds[-1].round + 1, cfg.rounds)
     best = history[-1]["best_check"] if history else check(0)
     say("start", {"rounds": cfg.rounds, "done": len(done_rounds), "check": best})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
@@ -73,6 +74,20 @@ class LoraTrainer:
         # The reference (adapter off) never changes: a sample's log-probs under it are computed once,
         # and kept while the sample lives (a consolidation pool is trained on pass after pass).
         self._refs: weakref.WeakKeyDictionary[TrainSample, torch.Tensor] = weakref.WeakKeyDictionary()
+
+    def save_optimizer(self, path: Path) -> None:
+        """Keep the optimizer's state (AdamW's moments carry from round to round), written atomically,
+        so a resumed run's next update is the one the unkilled run would have made."""
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        torch.save(self.opt.state_dict(), tmp)
+        tmp.replace(path)
+
+    def load_optimizer(self, path: Path) -> bool:
+        """Restore `save_optimizer`'s state when the file exists; whether it did."""
+        if not path.is_file():
+            return False
+        self.opt.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+        return True
 
     def update(self, samples: Sequence[TrainSample], seed: int = 0) -> dict[str, Any]:
         """Train on `samples` for cfg.epochs; returns loss, KL, clipped share and counts."""

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
@@ -101,6 +103,25 @@ class RolloutResult:
     infra_errors: int = 0
 
 
+STOP_WAIT_S = 30.0
+"""How long an interrupted run waits for its workers to leave their episodes (one step each)."""
+
+
+def _wait_exited(threads: Sequence[threading.Thread], timeout: float = 2.0) -> None:
+    """Wait until the OS threads behind `threads` are gone, not only their Python part (where /proc
+    shows them): a thread that ran torch still runs its thread-local destructors after `join`
+    returns, and an interpreter exiting meanwhile aborts (std::terminate, SIGABRT)."""
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        task = f"/proc/self/task/{t.native_id}"
+        while t.native_id is not None and os.path.exists(task) and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+
+class Stopped(Exception):
+    """Raised inside a worker to leave its episode when the run is interrupted."""
+
+
 class RolloutRunner:
     """Plays task cards with a policy on a device pool and records every step in a run store."""
 
@@ -149,6 +170,7 @@ class RolloutRunner:
             progress("start", {"total": len(cards) * k, "done": len(cards) * k - len(todo)})
         lock = threading.Lock()
         errors: list[BaseException] = []
+        stop = threading.Event()  # set on Ctrl+C: workers leave their episode at the next step
         session = (self.hosts.session(self.policy, self.scorer, self.settings, self.app_names)
                    if self.hosts is not None else None)
 
@@ -170,7 +192,7 @@ class RolloutRunner:
             except NoDeviceError:
                 return None
             try:
-                traj = self._play(card, attempt, round, phase, slot.device)
+                traj = self._play(card, attempt, round, phase, slot.device, stop)
             except BaseException:
                 self.pool.release(slot)
                 raise
@@ -214,8 +236,15 @@ class RolloutRunner:
                    for i in range(max(1, min(slots, len(todo))))]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                t.join()
+        except BaseException:  # Ctrl+C reaches this thread only: stop the workers before leaving, or the
+            stop.set()         # interpreter exits under threads still inside torch (std::terminate, SIGABRT)
+            for t in threads:
+                t.join(timeout=STOP_WAIT_S)
+            _wait_exited(threads)
+            raise
         if errors:
             raise errors[0]
         if not jobs.empty():
@@ -227,11 +256,18 @@ class RolloutRunner:
 
     # ------------------------------------------------------------------ one episode
 
-    def _play(self, card: TaskCard, attempt: int, round: int | None, phase: str, device: Device) -> Trajectory:
+    def _play(self, card: TaskCard, attempt: int, round: int | None, phase: str, device: Device,
+              stop: threading.Event | None = None) -> Trajectory:
         seed = episode_seed(self.settings.run_seed, card.key, attempt, round)
         episode_id = self._start(card, attempt, round, phase, getattr(device, "serial", None))
+
+        def on_step(i: int, rec: StepRecord) -> None:
+            self._record(episode_id, i, rec)
+            if stop is not None and stop.is_set():  # the episode stays "running": a resume replays it
+                raise Stopped(f"episode {episode_id} stopped at step {i}")
+
         traj = play_episode(device, self.policy, self.scorer, self.settings, self.app_names, card, attempt, round,
-                            seed, on_step=lambda i, rec: self._record(episode_id, i, rec))
+                            seed, on_step=on_step)
         traj.episode_id = episode_id
         self._finish(traj)
         return traj
@@ -263,6 +299,10 @@ class RolloutRunner:
             self.store.finish_episode(traj.episode_id, status="infra_error", steps=len(traj.steps),
                                       invalid_steps=traj.n_invalid, error=traj.error)
         else:
+            if traj.final_obs is not None:
+                final = traj.final_obs
+                self.store.add_final(traj.episode_id, len(traj.steps), screenshot=final.screenshot, package=final.package,
+                                     tree_xml=final.tree.to_xml() if self.settings.store_trees else None)
             extra = self.annotate(traj) if self.annotate is not None and traj.steps else {}
             self.store.finish_episode(traj.episode_id, status="finished", steps=len(traj.steps),
                                       invalid_steps=traj.n_invalid, declared=traj.declared, answer=traj.answer,
@@ -327,6 +367,8 @@ def load_trajectory(store: RunStore, episode_id: int, card: TaskCard) -> Traject
                             tuple(s["logprobs"] or ()), tuple(s["history"] or ()))
         info = StepInfo(decision.action, None, bool(s["invalid"]), s["error"], False, s["seconds"] or 0.0)
         steps.append(StepRecord(obs, decision, info))
-    final = steps[-1].obs if steps else None
+    final = store.load_final(episode_id, compressed=True)
+    if final is None:  # a folder written before the final screen was stored: the last one seen
+        final = steps[-1].obs if steps else None
     return Trajectory(card, attempt=row.attempt, round=row.round, steps=steps, final_obs=final,
                       declared=row.declared, answer=row.answer, episode_id=episode_id, score=row.success)
