@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -26,9 +27,18 @@ app = typer.Typer(
 console = Console(markup=False, soft_wrap=True)  # printed paths and goals may hold [ ]; piped logs keep one line per message
 
 
+_run_folder: list[Path] = []
+"""The run folder the running command writes (for the resume hint printed on Ctrl+C)."""
+
+
 def _say_folder(folder: Path) -> None:
     """Name a run folder the command chose, first, so a run stopped before its last line can be resumed."""
     console.print(f"run folder: {folder} (if it stops, the same command with --out {folder} resumes it)")
+
+
+def _writes(folder: Path) -> None:
+    """Remember `folder` as the run this command writes (named again if the command is interrupted)."""
+    _run_folder[:] = [folder]
 
 
 def _print_table(table: Table) -> None:
@@ -296,6 +306,7 @@ def eval_cmd(
     folder = out or Path("runs") / _folder_name(f"eval-{s.name}-{_run_label(cfg.model)}-{_time.strftime('%Y%m%d-%H%M%S')}")
     if out is None:
         _say_folder(folder)
+    _writes(folder)
     store = RunStore(folder, screens=cfg.devices.screens)
     identity = {"suite": s.name, "tasks": list(s.tasks), "seed": s.seed, "instances_per_task": s.instances_per_task,
                 "policy": cfg.model.model, "adapter": cfg.model.adapter, "k": cfg.eval.k,
@@ -445,6 +456,7 @@ def adapt(
     folder = out or Path("runs") / f"adapt-{package.split('.')[-1]}-{_time.strftime('%Y%m%d-%H%M%S')}"
     if out is None:
         _say_folder(folder)
+    _writes(folder)
     with _progress_bar("adapt") as bar:
         tid = bar.add_task("starting", total=None)
 
@@ -569,6 +581,7 @@ def explore(
     folder = out or Path("runs") / f"explore-{package.split('.')[-1]}-{_time.strftime('%Y%m%d-%H%M%S')}"
     if folder.exists() and not folder.is_dir():
         raise typer.BadParameter(f"{folder} exists and is not a folder", param_hint="--out")
+    _check_explore_folder(folder, package)
     agents = build_policy(cfg.model) if policy == "model" else None
     card = explore_card(package, seed)
     t0 = _time.monotonic()
@@ -598,6 +611,24 @@ def explore(
     _explore_summary(folder, package, policy, steps, runs, seed, result, _time.monotonic() - t0)
 
 
+def _check_explore_folder(folder: Path, package: str) -> None:
+    """Refuse an --out that holds anything but an earlier exploration of the same app (which the
+    new one replaces): an eval or adapt run's report.json would be overwritten."""
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return
+    if (folder / "run.db").exists():
+        raise ConfigError(f"{folder} holds an eval or adapt run (run.db); give the exploration its own --out")
+    report = folder / "report.json"
+    if not (folder / "utg.json").is_file():
+        raise ConfigError(f"{folder} holds files but no exploration (no utg.json); give the exploration its own --out")
+    try:
+        app = json.loads(report.read_text()).get("app") if report.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        app = None
+    if app is not None and app != package:
+        raise ConfigError(f"{folder} holds an exploration of {app}; give {package}'s its own --out")
+
+
 def _explore_summary(folder: Path, package: str, policy: str, steps: int, runs: int, seed: int, result,
                      seconds: float) -> None:
     """Write an exploration's report beside its graph and print its table."""
@@ -613,7 +644,7 @@ def _explore_summary(folder: Path, package: str, policy: str, steps: int, runs: 
                   str(len(result.proposals)), str(len(result.memory.splitlines())))
     _print_table(table)
     for p in result.proposals[:10]:
-        console.print(f"  [{p.kind}] {p.goal}  ({len(p.actions)} actions)")
+        console.print(f"  [{p.kind}] {p.goal}  ({len(p.actions)} action{'s' if len(p.actions) != 1 else ''})")
     if len(result.proposals) > 10:
         console.print(f"  ... {len(result.proposals) - 10} more in {folder / 'report.json'}")
     console.print(f"graph: {folder / 'utg.json'}   report: {folder / 'report.json'}")
@@ -868,6 +899,10 @@ def main() -> None:
     except CoadaptError as e:
         console.print(f"[bold red]error:[/] {escape(str(e))}", markup=True)  # one line, however long
         raise SystemExit(2) from None
+    except SystemExit as e:  # typer turns Ctrl+C into exit code 130, silently
+        if e.code == 130 and _run_folder:
+            console.print(f"interrupted: the same command with --out {_run_folder[0]} resumes it")
+        raise
 
 
 if __name__ == "__main__":

@@ -187,6 +187,9 @@ class VLMPolicy:
         `config` overrides the folder's saved coadapt_policy.json; foreign checkpoints, which have
         none, get the defaults (relative coordinates for Qwen2-VL models). Raises ModelLoadError.
         """
+        if str(device).startswith("cuda") and not torch.cuda.is_available():
+            raise ModelLoadError(f"--device {device}: torch {torch.__version__} sees no CUDA GPU (a CPU build of "
+                                 "torch, or no GPU visible); use --device cpu, or auto to take a GPU when there is one")
         processor = load_processor(path)
         try:
             model = AutoModelForImageTextToText.from_pretrained(str(path), dtype=dtype)
@@ -244,6 +247,12 @@ class VLMPolicy:
 
         if self.has_adapter:
             raise ConfigError("the policy already has an adapter")
+        local = Path(folder)
+        if local.is_dir() and not (local / "adapter_config.json").is_file():  # never a hub lookup for a local folder
+            inner = local / "adapter"
+            hint = (f"; an adapt run keeps its adapter in {str(inner)!r}" if (inner / "adapter_config.json").is_file()
+                    else "")
+            raise ModelLoadError(f"no adapter at {str(folder)!r}: the folder has no adapter_config.json{hint}")
         with self._lock:
             try:
                 self.model = PeftModel.from_pretrained(self.model, str(folder), is_trainable=trainable)

@@ -1,0 +1,5 @@
+"""`python -m coadapt`: the same as the `coadapt` command."""
+
+from coadapt.cli import main
+
+main()
