@@ -32,7 +32,7 @@ import random
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -213,6 +213,8 @@ class PretrainConfig:
         nested = {"model": TinyVLMConfig, "demos": DemoConfig, "prompt": PromptConfig}
         kwargs: dict[str, Any] = {}
         valid = {f.name for f in fields(cls)}
+        defaults = {f.name: f.default if f.default_factory is MISSING else f.default_factory()  # type: ignore[misc]
+                    for f in fields(cls) if f.name in nested}
         for key, value in data.items():
             if key not in valid:
                 raise ConfigError(f"pretrain config: unknown key {key!r}; valid: {', '.join(sorted(valid))}")
@@ -226,7 +228,9 @@ class PretrainConfig:
                 value = dict(value)
                 if key == "demos" and "apps" in value:
                     value["apps"] = tuple(value["apps"])
-                value = sub(**value)
+                # Fields not named keep the recipe's defaults (80 demos per template), not the
+                # section class's own (a `demos: {apps: [...]}` once halved the demonstrations).
+                value = replace(defaults[key], **value)
             kwargs[key] = value
         return cls(**kwargs)
 

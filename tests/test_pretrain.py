@@ -158,6 +158,10 @@ def test_from_dict_reads_nested_settings_and_refuses_unknown_keys() -> None:
                                                                             "num_kv_heads": 1},
                                     "demos": {"apps": ["Notes"], "episodes_per_task": 3}})
     assert cfg.model.hidden_size == 64 and cfg.demos.apps == ("Notes",) and cfg.steps == 10
+    # what a section does not name keeps the recipe's default, not the section class's own
+    only_apps = PretrainConfig.from_dict({"demos": {"apps": ["notes", "clock"]}})
+    assert only_apps.demos.episodes_per_task == PretrainConfig().demos.episodes_per_task == 80
+    assert PretrainConfig.from_dict({"prompt": {}}).prompt == PretrainConfig().prompt
     with pytest.raises(ConfigError, match="unknown key"):
         PretrainConfig.from_dict({"stepz": 1})
     with pytest.raises(ConfigError, match="hidden"):
