@@ -187,7 +187,7 @@ def _job(app: str, package: str, cfg: CoadaptConfig, out: Path, store: RunStore,
                     progress=say, proposals=proposals if a.proposals else (), proposal_base=base_card,
                     spent_s=clock.spent(), hosts=hosts)
     result["adapt_wall_clock_s"] = round(clock.spent(), 1)  # every process of a resumed run, not only this one
-    result["rounds"] = [{k: v for k, v in r.items() if k != "verifier"} for r in summary["rounds"]]
+    result["rounds"] = [{k: v for k, v in r.items() if k not in ("verifier", "visits")} for r in summary["rounds"]]
     result["adapter"] = summary["adapter"]
     rss["after_adaptation"] = round(peak_rss_mb(), 1)
     result["env_steps"] = sum(r.get("env_steps", 0) for r in summary["rounds"])

@@ -338,6 +338,10 @@ def test_killed_adapt_resumes_with_the_same_report_structure(tmp_path):
     assert len(again) == len({(e.key, e.attempt) for e in store.episodes(phase="adapt", round=1)})  # no duplicates
     # round 1 is past trusted_rounds: the verifier made no suite-goal positive there, nor a relabelled one
     assert [r["trusted"] for r in report["rounds"][:2]] == [True, False]
+    # the novelty counts a resume continues from are kept with each rollout round, not in the report
+    stored = {r.round: r.metrics for r in store.rounds("adapt")}
+    assert stored[0]["visits"] and sum(stored[1]["visits"].values()) > sum(stored[0]["visits"].values())
+    assert all("visits" not in r for r in report["rounds"]) and (out / "optimizer.pt").is_file()
     assert report["rounds"][1]["relabelled_positive"] == 0
     assert all(e.key.startswith("proposed/") for e in store.episodes(phase="adapt", round=1)
                if e.gate == "accepted_positive")

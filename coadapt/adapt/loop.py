@@ -297,6 +297,8 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
     if done_rounds and (adapter_dir / "adapter_config.json").is_file():
         policy.load_adapter_weights(adapter_dir)
         trainer.load_optimizer(optimizer_file)
+        counted = [h["visits"] for h in history if "visits" in h]
+        visits.counts.update(counted[-1] if counted else {})
         log.info("resuming after round %d of %d", done_rounds[-1].round + 1, cfg.rounds)
     best = history[-1]["best_check"] if history else check(0)
     say("start", {"rounds": cfg.rounds, "done": len(done_rounds), "check": best})
@@ -421,6 +423,7 @@ def adapt(agents: VLMAgentPolicy, pool: DevicePool, store: RunStore, train_cards
             "preserved": len(preserve), "preserve": preserve,
         }
         summary["verifier"] = [(t.episode_id, v.p, d) for t, v, d in zip(trajs, verdicts, decisions)]
+        summary["visits"] = dict(visits.counts)  # saved with the round, so a resume's novelty counts go on from here
         store.finish_round(PHASE, r, status="finished" if kept else "rolled_back", adapter="adapter",
                            metrics=summary, kept=kept)
         for name in ("self_verified_success", "check", "train_loss", "train_kl", "mean_progress", "wandering_rate"):
