@@ -73,6 +73,26 @@ def adb_server_port() -> int:
     return int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
 
 
+def _check_listed(serials: list[str], port: int) -> None:
+    """ConfigError naming the serials the adb server does not list at all (a typo, a phone not
+    plugged in, an emulator not started): before, each was played, failed its health check and
+    retired, and the job ended asking for a resume that could not help. Network serials
+    (host:port) are left to connect on demand; listed but offline devices to the pool's recovery."""
+    from coadapt.android_env.errors import ConfigError, DeviceError
+    from coadapt.emulator.adb_server import send_host_request
+
+    try:
+        listed = dict(line.split("\t", 1) for line in send_host_request(port, "host:devices").splitlines() if "\t" in line)
+    except (OSError, DeviceError):
+        return  # the server does not answer: the pool's health checks say so per device
+    missing = [s for s in serials if s not in listed and ":" not in s]
+    if missing:
+        shown = ", ".join(f"{s} ({state})" for s, state in listed.items()) or "none"
+        raise ConfigError(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not listed by the adb server "
+                          f"on port {port} (it lists: {shown}); start it (`coadapt emulator start`), plug it in, "
+                          f"or check the serial with `adb -P {port} devices`")
+
+
 @contextmanager
 def adb_server_for(serials: list[str], *, keep: bool = False,
                    say: Callable[[str], None] = log.info) -> Iterator[int]:
@@ -84,6 +104,7 @@ def adb_server_for(serials: list[str], *, keep: bool = False,
 
     port = adb_server_port()
     if server_running(port):
+        _check_listed(serials, port)
         yield port
         return
     server = AdbServer(port).start()
@@ -96,6 +117,7 @@ def adb_server_for(serials: list[str], *, keep: bool = False,
         while time.monotonic() < deadline and not set(serials) <= {
                 s for s, state in server.devices().items() if state == "device"}:
             time.sleep(0.2)
+        _check_listed(serials, port)
         yield port
     finally:
         if keep:

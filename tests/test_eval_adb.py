@@ -44,6 +44,11 @@ def test_cli_virtual_devices_and_eval_through_adb(adb_env, tmp_path):
 
     stopped = cli("emulator", "stop", "--all")
     assert stopped.returncode == 0 and all(s in stopped.stdout for s in serials)
+
+    # a serial the adb server does not list (a typo): one line naming it and what is listed, nothing played
+    typo = cli("eval", "--suite", "smoke", "--policy", "oracle", "--devices", "emulator-5999", "--out", str(tmp_path / "t"))
+    assert typo.returncode == 2 and "emulator-5999 is not listed by the adb server" in typo.stdout, typo.stdout
+    assert not (tmp_path / "t" / "report.json").exists()
     assert manager.read_records() == []
 
 
