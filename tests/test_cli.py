@@ -21,7 +21,8 @@ def test_help_lists_commands_and_each_has_help():
     out = run("--help")
     assert out.returncode == 0
     as_module = subprocess.run([sys.executable, "-m", "coadapt", "--help"], capture_output=True, text=True)
-    assert as_module.returncode == 0 and as_module.stdout == out.stdout  # `python -m coadapt` is the command
+    assert as_module.returncode == 0 and "python -m coadapt [OPTIONS]" in as_module.stdout  # the same command
+    assert all(command in as_module.stdout for command in COMMANDS)
     for command, option in COMMANDS.items():
         assert command in out.stdout, command
         sub = run(command, "--help")
