@@ -96,8 +96,8 @@ def test_eval_screens_changed_stores_repeated_attempts_once_and_reports_its_size
         report = json.loads((tmp_path / mode / "report.json").read_text())
         assert report["disk_mb"] > 0 and "disk" in out.stdout
         counts[mode] = len(list((tmp_path / mode).glob("screens/**/*.png")))
-        steps = report["env_steps"]
-    assert counts["all"] == steps and counts["none"] == 0
+        steps, episodes = report["env_steps"], report["n_episodes"]
+    assert counts["all"] == steps + episodes and counts["none"] == 0  # each step's screen, and each episode's last
     assert counts["changed"] <= steps / 2, counts  # the oracle's two attempts see the same screens
     bad = run("eval", "--suite", "smoke", "--screens", "some", "--out", str(tmp_path / "bad"))
     assert bad.returncode == 2 and "devices.screens must be all, changed or none" in bad.stdout
