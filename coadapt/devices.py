@@ -79,10 +79,10 @@ def _check_listed(serials: list[str], port: int) -> None:
     retired, and the job ended asking for a resume that could not help. Network serials
     (host:port) are left to connect on demand; listed but offline devices to the pool's recovery."""
     from coadapt.android_env.errors import ConfigError, DeviceError
-    from coadapt.emulator.adb_server import send_host_request
+    from coadapt.emulator.adb_server import listed_devices
 
     try:
-        listed = dict(line.split("\t", 1) for line in send_host_request(port, "host:devices").splitlines() if "\t" in line)
+        listed = listed_devices(port)
     except (OSError, DeviceError):
         return  # the server does not answer: the pool's health checks say so per device
     missing = [s for s in serials if s not in listed and ":" not in s]

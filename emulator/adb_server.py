@@ -78,6 +78,12 @@ def send_host_request(port: int, request: str, *, host: str = "127.0.0.1", timeo
             return ""
 
 
+def listed_devices(port: int, host: str = "127.0.0.1") -> dict[str, str]:
+    """serial -> state ("device", "offline", ...) as the adb server on `port` lists them."""
+    out = send_host_request(port, "host:devices", host=host)
+    return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+
+
 class AdbServer:
     """An adb server this process starts on `port` and kills on `stop()` (context manager)."""
 
@@ -139,8 +145,7 @@ class AdbServer:
 
     def devices(self) -> dict[str, str]:
         """serial -> state ("device", "offline", ...) as the server lists them."""
-        out = send_host_request(self.port, "host:devices", host=self.host)
-        return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+        return listed_devices(self.port, self.host)
 
     def notify_emulator(self, device_port: int) -> None:
         """Tell the server an emulator listens on `device_port` (it connects at once)."""
