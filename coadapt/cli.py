@@ -720,8 +720,10 @@ def verifier_train(
                          ("quality_on_held_out_apps", "on apps held out of the fit (its transfer to an app it never saw):")):
         console.print(heading)
         for threshold, q in data.get(key, {}).items():
+            at_rate = (f"; {q['precision_at_base_rate']} where {q['base_rate']:.0%} of attempts succeed"
+                       if q.get("precision_at_base_rate") is not None else "")
             console.print(f"  p >= {threshold}: precision {q['precision']} on {q['accepted_positive']} accepted "
-                          f"positives, recall {q['recall']}")
+                          f"positives{at_rate}, recall {q['recall']}")
     c = data.get("infeasible_claims")
     if c:
         console.print(f"claims of infeasibility, made on every attempt ({c['right']} of {c['claims']} right; "

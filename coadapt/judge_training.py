@@ -27,6 +27,13 @@ from coadapt.runs import RunStore
 from coadapt.tasks.registry import templates_for_app
 
 
+NEW_APP_BASE_RATE = 0.05
+"""Success rate of a policy on an app it never saw, at which precision is also stated: the
+development model's base success on Contacts, the seen app it was pretrained without. The judge's
+own rows succeed far more often (about 0.38), and a threshold's false positives weigh that much
+more where successes are rare."""
+
+
 def seen_tasks(per_template: int, seed: int) -> dict[str, Any]:
     """key -> task instance for every seen-app template, in the pretrain seed space."""
     return {key: task for app in SEEN_APPS for key, task in instances(app, "pretrain", seed + 7919, per_template).items()}
@@ -118,7 +125,7 @@ class _Replay:
 
 
 def fit_and_write(rows: list[tuple[list[float], float, str]], out: Path, folds: int = 4,
-                  thresholds: tuple[float, ...] = (0.75, 0.85, 0.9), **about: Any) -> dict[str, Any]:
+                  thresholds: tuple[float, ...] = (0.75, 0.85, 0.9, 0.95), **about: Any) -> dict[str, Any]:
     """Fit on all rows and write the weights; quality is measured by cross-validation over
     templates (each fold's templates never seen by its fit) and over apps (each app held out in
     turn), at each acceptance threshold."""
@@ -194,13 +201,22 @@ def held_out_scores(rows: list[tuple[list[float], float, str]], group: list[str]
     return scored
 
 
-def judge_quality(scored: list[tuple[float, float, bool]], threshold: float, low: float = 0.25) -> dict[str, Any]:
-    """Precision and recall of confident positives (p >= threshold) and of confident negatives."""
+def judge_quality(scored: list[tuple[float, float, bool]], threshold: float, low: float = 0.25,
+                  base_rate: float = NEW_APP_BASE_RATE) -> dict[str, Any]:
+    """Precision and recall of confident positives (p >= threshold) and of confident negatives;
+    and the precision the same true- and false-positive rates give where only `base_rate` of the
+    attempts succeed (an app the policy never saw)."""
     pos = [y for p, y, _ in scored if p >= threshold]
     neg = [y for p, y, _ in scored if p <= low]
     total_pos = sum(y for _, y, _ in scored)
+    failures = len(scored) - total_pos
+    tpr = sum(pos) / total_pos if total_pos else 0.0
+    fpr = (len(pos) - sum(pos)) / failures if failures else 0.0
+    at_rate = tpr * base_rate / (tpr * base_rate + fpr * (1 - base_rate)) if tpr or fpr else None
     return {"n": len(scored), "success_rate": round(total_pos / max(1, len(scored)), 4),
             "accepted_positive": len(pos), "precision": round(sum(pos) / len(pos), 4) if pos else None,
             "recall": round(sum(pos) / total_pos, 4) if total_pos else None,
+            "false_positive_rate": round(fpr, 4) if failures else None,
+            "base_rate": base_rate, "precision_at_base_rate": round(at_rate, 4) if at_rate is not None else None,
             "cut_short_accepted": sum(c for p, _, c in scored if p >= threshold),
             "accepted_negative": len(neg), "negative_precision": round(1 - sum(neg) / len(neg), 4) if neg else None}

@@ -684,6 +684,29 @@ def test_judge_quality_on_held_out_apps_shows_a_rule_that_does_not_transfer():
     assert set(app_of_template().values()) == set(SEEN_APPS)
 
 
+def test_judge_quality_states_precision_where_successes_are_rare():
+    from coadapt.judge_training import judge_quality
+
+    # 100 successes, 100 failures; at p >= 0.9: 50 successes and 10 failures accepted
+    scored = [(0.95 if i < 50 else 0.5, 1.0, False) for i in range(100)]
+    scored += [(0.95 if i < 10 else 0.1, 0.0, False) for i in range(100)]
+    q = judge_quality(scored, 0.9, base_rate=0.05)
+    assert q["precision"] == round(50 / 60, 4) and q["false_positive_rate"] == 0.1
+    # tpr 0.5, fpr 0.1: 0.025 true against 0.095 false acceptances per attempt
+    assert q["precision_at_base_rate"] == round(0.025 / (0.025 + 0.095), 4)
+    clean = judge_quality([(p, y, c) for p, y, c in scored if y == 1.0 or p < 0.9], 0.9, base_rate=0.05)
+    assert clean["precision_at_base_rate"] == 1.0 and clean["false_positive_rate"] == 0.0
+    assert judge_quality([(0.1, 0.0, False)], 0.9)["precision_at_base_rate"] is None  # nothing accepted
+
+
+def test_default_threshold_accepts_no_failure_of_a_held_out_seen_app():
+    """The default positive threshold sits where the packaged judge's shipped leave-one-app-out
+    quality has no accepted failure; read from the file, so a refit that moves it fails here."""
+    data = json.loads((Path(adaptation.__file__).parent / "adapt" / "judge_weights.json").read_text())
+    q = data["quality_on_held_out_apps"][str(AdaptConfig().positive_threshold)]
+    assert q["false_positive_rate"] == 0.0 and q["accepted_positive"] > 0
+
+
 def test_length_batches_cover_every_sample_once_and_pad_less_than_random_batches():
     import random
 

@@ -17,7 +17,7 @@ class GateSettings:
     """Thresholds of the gate (from AdaptConfig)."""
 
     enabled: bool = True
-    positive: float = 0.85
+    positive: float = 0.95
     negative: float = 0.25
 
 
