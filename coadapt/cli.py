@@ -157,18 +157,24 @@ def tasks_cmd(
     if group:
         keep = {t.name for t in templates_for_group(group)}
         chosen = [t for t in chosen if t.name in keep]
-    table = Table(title=f"{len(chosen)} task templates")
-    # A column the filter already fixes is left out, and only the goal wraps: names are what the
-    # user copies, so they are never cut, even on an 80-column terminal.
+    # A column the filter already fixes is left out.
     cols = [c for c in ("name", "app", "group", "kind", "cx", "steps", "goal template")
             if not (c == "app" and app_name) and not (c == "group" and group)]
+    rows = [[{"name": t.name, "app": t.app.removeprefix("com.example."),
+              "group": "seen" if t.app in SEEN_APPS else "unseen", "kind": t.kind, "cx": str(t.complexity),
+              "steps": str(t.max_steps), "goal template": t.template}[c] for c in cols]
+            for t in sorted(chosen, key=lambda t: (t.app, t.name))]
+    if not console.is_terminal:  # piped (grep, cut, a file): one tab-separated line per template, nothing wrapped
+        for row in [cols, *rows]:
+            print("\t".join(row))
+        return
+    # Only the goal wraps: names are what the user copies, so they are never cut, even on an
+    # 80-column terminal.
+    table = Table(title=f"{len(chosen)} task templates")
     for col in cols:
         table.add_column(col, no_wrap=col != "goal template", ratio=1 if col == "goal template" else None)
-    for t in sorted(chosen, key=lambda t: (t.app, t.name)):
-        cells = {"name": t.name, "app": t.app.removeprefix("com.example."),
-                 "group": "seen" if t.app in SEEN_APPS else "unseen", "kind": t.kind, "cx": str(t.complexity),
-                 "steps": str(t.max_steps), "goal template": t.template}
-        table.add_row(*(cells[c] for c in cols))
+    for row in rows:
+        table.add_row(*row)
     _print_table(table)
 
 
@@ -196,6 +202,41 @@ _RAY_ADDRESS = typer.Option(None, "--ray-address", help="Join this Ray cluster (
                             "head-node:6379; its nodes declare the coadapt_devices resource.")
 _SCREENS = typer.Option(None, "--screens", help="Screenshots saved in the run folder: all, changed (a screen identical to one "
                         "already saved is stored once; default) or none.")
+
+
+_FLAGS = {"model.model": "--model", "model.adapter": "--adapter", "model.device": "--device",
+          "model.temperature": "--temperature", "model.top_p": "--top-p", "model.threads": "--threads",
+          "devices.devices": "--devices", "devices.workers": "--workers", "devices.seed": "--seed",
+          "devices.settle": "--settle", "devices.screens": "--screens", "eval.suite": "--suite", "eval.k": "--k",
+          "adapt.rounds": "--rounds", "adapt.group_size": "--k", "adapt.objective": "--objective",
+          "adapt.max_minutes": "--minutes", "adapt.eval_instances": "--eval-instances", "adapt.seed": "--seed",
+          "adapt.explore_steps": "--explore-steps", "adapt.explore_runs": "--explore-runs"}
+"""The option that sets each config key, named in a config error the option caused."""
+
+
+def _load_config(path: Optional[Path], overrides: dict):
+    """`load_config`, its errors naming the option typed (`--k: adapt.group_size must be ...`) when
+    an option, not the file, gave the value."""
+    from coadapt.config import load_config
+
+    try:
+        return load_config(path, overrides)
+    except ConfigError as e:
+        message = str(e)
+        key = message.split(" ", 1)[0].rstrip(":")
+        if overrides.get(key) is not None and key in _FLAGS:
+            raise ConfigError(f"{_FLAGS[key]}: {message}") from None
+        raise
+
+
+def _sets(path: Optional[Path], section: str, key: str) -> bool:
+    """Whether the YAML config at `path` names `section.key` (a file load_config has read already)."""
+    if path is None:
+        return False
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    return isinstance(data, dict) and isinstance(data.get(section), dict) and key in data[section]
 
 
 def _common_overrides(model, adapter, device, temperature, top_p, threads, devices, workers, seed, settle, popups,
@@ -289,17 +330,18 @@ def eval_cmd(
     """Run every instance of a suite and report success rates (AndroidWorld-style)."""
     import time as _time
 
-    from coadapt.config import load_config, to_dict
+    from coadapt.config import to_dict
     from coadapt.evaluation import suite_tasks
     from coadapt.runs import RunStore
     from coadapt.tasks.suite import Suite
     from coadapt.wiring import build_policy
 
-    cfg = load_config(config, {"eval.suite": suite, "eval.k": k,
-                               **_common_overrides(policy, adapter, device, temperature, top_p, threads, devices,
-                                                   workers, seed, settle, popups, screens)})
-    if suite is None and config is None:
-        raise ConfigError("give --suite (smoke, seen, unseen, all or a suite file) or a --config with eval.suite")
+    cfg = _load_config(config, {"eval.suite": suite, "eval.k": k,
+                                **_common_overrides(policy, adapter, device, temperature, top_p, threads, devices,
+                                                    workers, seed, settle, popups, screens)})
+    if suite is None and not _sets(config, "eval", "suite"):
+        where = f"{config} sets no eval.suite: " if config is not None else ""
+        raise ConfigError(f"{where}give --suite (smoke, seen, unseen, all or a suite file) or a --config with eval.suite")
     s = Suite.load(cfg.eval.suite)
     _, templates = suite_tasks(s, cfg.eval.space)
     pol = build_policy(cfg.model, templates)
@@ -444,7 +486,6 @@ def adapt(
 
     from coadapt.adaptation import run_adapt_job
     from coadapt.apps import app_class
-    from coadapt.config import load_config
 
     package = app_class(app_name).package
     overrides = _common_overrides(model, adapter, device, None, None, threads, devices, workers, seed, settle, popups, screens)
@@ -452,7 +493,7 @@ def adapt(
     overrides.update({"adapt.rounds": rounds, "adapt.group_size": group_size, "adapt.objective": objective,
                       "adapt.max_minutes": minutes, "adapt.eval_instances": eval_instances, "adapt.seed": seed,
                       "adapt.explore_steps": explore_steps, "adapt.explore_runs": explore_runs})
-    cfg = load_config(config, overrides)
+    cfg = _load_config(config, overrides)
     folder = out or Path("runs") / f"adapt-{package.split('.')[-1]}-{_time.strftime('%Y%m%d-%H%M%S')}"
     if out is None:
         _say_folder(folder)
@@ -569,7 +610,6 @@ def explore(
 
     from coadapt.adaptation import explore_card
     from coadapt.apps import app_class, label_map
-    from coadapt.config import load_config
     from coadapt.explore.explorer import STRATEGIES
     from coadapt.explore.job import explore_app, write_explored
     from coadapt.wiring import build_policy, build_pool
@@ -577,7 +617,7 @@ def explore(
     if policy not in STRATEGIES:
         raise typer.BadParameter(f"{policy!r}; valid: {', '.join(STRATEGIES)}", param_hint="--policy")
     package = app_class(app_name).package
-    cfg = load_config(config, {"model.model": model, "devices.devices": devices})
+    cfg = _load_config(config, {"model.model": model, "devices.devices": devices})
     folder = out or Path("runs") / f"explore-{package.split('.')[-1]}-{_time.strftime('%Y%m%d-%H%M%S')}"
     if folder.exists() and not folder.is_dir():
         raise typer.BadParameter(f"{folder} exists and is not a folder", param_hint="--out")

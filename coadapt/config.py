@@ -105,6 +105,8 @@ class DeviceSettings:
             raise ConfigError(f"devices.screens must be all, changed or none, got {self.screens!r}")
         if self.max_infra_retries < 0:
             raise ConfigError(f"devices.max_infra_retries must be >= 0, got {self.max_infra_retries}")
+        if self.seed < 0:
+            raise ConfigError(f"devices.seed must be >= 0, got {self.seed}")
 
 
 @dataclass(frozen=True)

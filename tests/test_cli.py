@@ -51,6 +51,15 @@ def test_bad_options_are_one_line_errors(tmp_path):
         assert message in out.stdout and "Traceback" not in out.stdout + out.stderr, (args, out.stdout)
 
 
+def test_piped_task_list_is_one_tab_separated_line_per_template():
+    out = run("tasks", "--app", "com.example.expenses")
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0 and lines[0].split("\t") == ["name", "group", "kind", "cx", "steps", "goal template"]
+    rows = [ln.split("\t") for ln in lines[1:]]
+    assert len(rows) == 10 and all(len(r) == 6 and r[0].startswith("Expenses") for r in rows)
+    assert any("{category}" in r[5] for r in rows)  # whole goals, never wrapped or cut
+
+
 def test_show_prints_elements_and_writes_files(tmp_path):
     png, xml = tmp_path / "screen.png", tmp_path / "screen.xml"
     out = run("show", "--app", "com.example.notes", "--out", str(png), "--xml", str(xml))
@@ -118,6 +127,8 @@ def test_hostile_input_is_refused_with_one_line_errors(tmp_path):
     (tmp_path / "evil.yaml").write_text("name: ../../evil\ntasks: [NotesAddNote]\n")
     (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00binary\x80\x81")
     (tmp_path / "bomb.yaml").write_text(ALIAS_BOMB)
+    (tmp_path / "workers0.yaml").write_text("devices:\n  workers: 0\n")
+    (tmp_path / "no_suite.yaml").write_text("eval:\n  k: 1\n")  # once ran the smoke suite, unasked
     (tmp_path / "bomb_config.yaml").write_text(
         "model:\n  model:\n" + "".join("    " + line + "\n" for line in ALIAS_BOMB.splitlines()[3:]))
     ev = ("eval", "--policy", "random")
@@ -129,6 +140,11 @@ def test_hostile_input_is_refused_with_one_line_errors(tmp_path):
         ((*ev, "--suite", "smoke", "--config", "bomb_config.yaml"), "aliases"),
         ((*ev, "--suite", "smoke", "--k", "100000"), "eval.k must be at most 1000"),
         (("adapt", "--app", "com.example.expenses", "--k", "5000"), "adapt.group_size must be at most 1000"),
+        # a bad value from an option names the option; the same value from a file names the key only
+        (("adapt", "--app", "com.example.expenses", "--k", "1"), "error: --k: adapt.group_size must be >= 2"),
+        ((*ev, "--suite", "smoke", "--seed", "-1"), "error: --seed: devices.seed must be >= 0"),
+        ((*ev, "--suite", "smoke", "--config", "workers0.yaml"), "error: devices.workers must be >= 1"),
+        ((*ev, "--config", "no_suite.yaml"), "no_suite.yaml sets no eval.suite"),
         ((*ev, "--suite", "smoke", "--workers", "0"), "workers must be >= 1"),
         ((*ev, "--suite", "smoke", "--threads", "0"), "threads must be >= 1"),
         ((*ev, "--suite", "smoke", "--devices", "emulator-5554,emulator-5556,emulator-5554"),

@@ -101,6 +101,9 @@ def test_runs_view_tells_running_finished_and_killed(tmp_path, runs):
     killed.write_json("config.json", {"kind": "eval"})
     killed.start_episode(key="C#0", attempt=0, task="C", app="com.example.notes", goal="g", seed=3, policy="oracle",
                           device="sim-0")
+    played = killed.start_episode(key="C#1", attempt=0, task="C", app="com.example.notes", goal="g", seed=4,
+                                  policy="oracle", device="sim-0")
+    killed.finish_episode(played, status="finished", steps=3, success=0.0)
     killed.close()  # no report: the process ended without finishing
     try:
         info = {i.rel: i for i in folders.list_run_infos(root)}
@@ -108,6 +111,8 @@ def test_runs_view_tells_running_finished_and_killed(tmp_path, runs):
         assert info["eval-smoke"].status == "finished" and info["eval-smoke"].kind == "eval"
         assert info["eval-smoke"].success == "1.000" and info["eval-smoke"].episodes == 12
         assert info["eval-killed"].status == "killed"
+        # one failed episode of a stopped run is not its result: the row says how few were scored
+        assert info["eval-killed"].success == "0.000 on 1 so far"
     finally:
         store.close()
     assert {i.rel: i.status for i in folders.list_run_infos(root)}["eval-live"] == "killed"

@@ -139,6 +139,7 @@ class AdaptConfig:
         need(self.proposals >= 0, f"proposals must be >= 0, got {self.proposals}")
         need(self.consolidate >= 0, f"consolidate must be >= 0, got {self.consolidate}")
         need(self.trusted_rounds >= 0, f"trusted_rounds must be >= 0 (0: every round), got {self.trusted_rounds}")
+        need(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
         need(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
         need(self.instances_per_template >= 1, f"instances_per_template must be >= 1, got {self.instances_per_template}")
         need(self.group_size >= 2, f"group_size must be >= 2 (a group compares attempts), got {self.group_size}")

@@ -102,11 +102,13 @@ def run_info(root: Path, folder: Path) -> RunInfo:
         status = "killed" if locked is False else "unknown"
     success = ""
     if kind == "adapt":
-        base = (report or {}).get("base", {}).get("success_rate", _rate(view, "eval_base"))
-        adapted = (report or {}).get("adapted", {}).get("success_rate", _rate(view, "eval_adapted"))
-        success = f"{_fmt(base)} → {_fmt(adapted)}"
+        base = (report or {}).get("base", {}).get("success_rate")
+        adapted = (report or {}).get("adapted", {}).get("success_rate")
+        success = (f"{_fmt(base) if base is not None else _partial(view, 'eval_base')} → "
+                   f"{_fmt(adapted) if adapted is not None else _partial(view, 'eval_adapted')}")
     else:
-        success = _fmt((report or {}).get("success_rate", _rate(view, "eval")))
+        rate = (report or {}).get("success_rate")
+        success = _fmt(rate) if rate is not None else _partial(view, "eval")
     app = config.get("app") or _apps(report)
     seconds = None if view["started"] is None else (
         (time.time() if status == "running" else view["ended"]) - view["started"])
@@ -115,6 +117,13 @@ def run_info(root: Path, folder: Path) -> RunInfo:
 
 def _rate(view: dict[str, Any], phase: str) -> float | None:
     return view["by_phase"].get(phase, {}).get("success_rate")
+
+
+def _partial(view: dict[str, Any], phase: str) -> str:
+    """The success so far of a phase without a report (running, or killed): the rate over the
+    episodes scored, and how many, so a stopped run's few episodes do not pass for its result."""
+    ph = view["by_phase"].get(phase, {})
+    return "–" if ph.get("success_rate") is None else f"{ph['success_rate']:.3f} on {ph['scored']} so far"
 
 
 def _fmt(rate: float | None) -> str:
