@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import re
+import signal
 from pathlib import Path
 from typing import Optional
 
@@ -931,11 +932,19 @@ def emulator_stop(
     console.print("stopped: " + (", ".join(stopped) or "nothing"))
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """A signal handler that stops the command as Ctrl+C does."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     """Entry point: runs the app and turns coadapt errors into a one-line message and exit code 2."""
     from coadapt.malloc import tune_glibc_malloc
 
     tune_glibc_malloc()
+    # SIGTERM (kill, a job scheduler's stop) takes Ctrl+C's path: workers leave their episodes at
+    # the next step, the totals are saved, and the run folder to resume is named.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         app()
     except CoadaptError as e:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 
+import pytest
 from PIL import Image
 
 
@@ -313,12 +315,13 @@ def test_a_run_folder_the_command_chose_is_named_first(tmp_path, monkeypatch):
         assert out.exit_code == 0 and "run folder" not in out.output
 
 
-def test_ctrl_c_stops_an_eval_cleanly_and_names_the_folder_to_resume(tmp_path):
-    """SIGINT mid-eval: the rollout workers leave their episodes at the next step, the command
-    exits 130 saying how to resume, and never aborts in native code. Before, the interpreter
-    exited under workers still inside torch ("terminate called without an active exception",
-    SIGABRT) in about a quarter of tries, and printed nothing."""
-    import signal
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_stops_an_eval_cleanly_and_names_the_folder_to_resume(tmp_path, sig):
+    """SIGINT (Ctrl+C) or SIGTERM (kill, a job scheduler) mid-eval: the rollout workers leave their
+    episodes at the next step, the command exits 130 saying how to resume, and never aborts in
+    native code. Before, the interpreter exited under workers still inside torch ("terminate called
+    without an active exception", SIGABRT) in about a quarter of tries, and printed nothing; SIGTERM
+    killed the process where it stood."""
     import sqlite3
     import time
 
@@ -336,7 +339,7 @@ def test_ctrl_c_stops_an_eval_cleanly_and_names_the_folder_to_resume(tmp_path):
         except sqlite3.Error:
             pass
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, output[-2000:]
     assert "terminate called" not in output
