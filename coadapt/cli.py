@@ -234,9 +234,9 @@ def _sets(path: Optional[Path], section: str, key: str) -> bool:
     """Whether the YAML config at `path` names `section.key` (a file load_config has read already)."""
     if path is None:
         return False
-    import yaml
+    from coadapt.tasks.suite import read_yaml_file
 
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    data = read_yaml_file(path, ConfigError, "config") or {}
     return isinstance(data, dict) and isinstance(data.get(section), dict) and key in data[section]
 
 

@@ -115,10 +115,6 @@ def run_info(root: Path, folder: Path) -> RunInfo:
     return RunInfo(rel, kind, str(app or "?"), status, success, view["episodes"], rounds, view["started"], seconds)
 
 
-def _rate(view: dict[str, Any], phase: str) -> float | None:
-    return view["by_phase"].get(phase, {}).get("success_rate")
-
-
 def _partial(view: dict[str, Any], phase: str) -> str:
     """The success so far of a phase without a report (running, or killed): the rate over the
     episodes scored, and how many, so a stopped run's few episodes do not pass for its result."""
